@@ -1,0 +1,5 @@
+import sys
+
+from gradcheck_l2c.cli import main
+
+sys.exit(main())

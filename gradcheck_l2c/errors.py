@@ -1,0 +1,13 @@
+"""The tool's exceptions: one base class, small subclasses, messages meant for one line."""
+
+
+class GradcheckError(Exception):
+    """Base class of every error the tool raises on purpose."""
+
+
+class UsageError(GradcheckError):
+    """The tool was called wrongly (bad option, missing script, unknown watch name)."""
+
+
+class NestedTraceError(GradcheckError):
+    """A trace was started while another one is active."""

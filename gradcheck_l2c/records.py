@@ -1,0 +1,102 @@
+"""Plain records the tracer produces: findings and the watched tensors they are about."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+
+#: Every kind a detector may report, in the order the README documents them.
+KINDS: tuple[str, ...] = (
+    "item",
+    "numpy",
+    "tensor_rewrap",
+    "detach",
+    "data_attr",
+    "no_grad",
+    "state_dict_reload",
+    "new_parameter",
+    "non_parameter_tensor",
+    "unused_parameter",
+    "module_in_forward",
+    "non_leaf_watched",
+    "non_differentiable",
+    "inplace_saved",
+    "state_dict_alias",
+    "optimizer",
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One explained problem: what happened to which tensor, where in user code, and the fix.
+
+    ``file`` is an absolute path and ``line`` 1-based; ``count`` is how many times the same
+    event (same kind, tensor and place) happened during the trace.
+    """
+
+    kind: str
+    severity: Severity
+    tensor: str
+    file: str
+    line: int
+    code: str
+    message: str
+    fix: str
+    count: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class WatchedTensor:
+    """A tensor the tracer judged: its user-facing name, shape, and whether it got a gradient.
+
+    ``got_grad`` is the verdict at the last backward that involved it (``None`` when no
+    backward ever involved it).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    got_grad: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "got_grad": self.got_grad, "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A finding placed on an autograd graph, for rendering.
+
+    ``source`` is the last autograd node the watched tensor's values had before they left the
+    graph (``None`` when the cut happened on the watched tensor itself); ``reentry`` are nodes of
+    the loss's graph where those values came back in as constants (for example the parameters a
+    ``load_state_dict`` overwrote). Both are ``torch.autograd.graph.Node`` objects.
+    """
+
+    finding: Finding
+    source: Any = None
+    reentry: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class CapturedGraph:
+    """The graph of one backward in which watched tensors got no gradient, kept for rendering.
+
+    ``root`` is the loss's ``grad_fn``; ``tensors`` maps every watched name to its tensor;
+    ``missing`` names the watched tensors this backward did not reach; ``signature`` identifies
+    the graph's shape so that one image is drawn per distinct shape, not per iteration.
+    """
+
+    root: Any
+    tensors: dict[str, Any]
+    missing: tuple[str, ...]
+    cuts: tuple[Cut, ...]
+    signature: int

@@ -1,0 +1,12 @@
+"""`new_parameter`: ``nn.Parameter(...)`` wrapped a computed tensor, making a fresh leaf."""
+KIND = "new_parameter"
+SEVERITY = "error"
+
+
+def describe(detail: str, tensor: str) -> tuple[str, str]:
+    return (
+        f"nn.Parameter(...) wrapped a tensor computed from {tensor}: the parameter is a new leaf "
+        "and gradients stop at it.",
+        "keep the computed tensor as a plain tensor (or pass it through torch.func.functional_call) "
+        "instead of wrapping it in nn.Parameter.",
+    )

@@ -1,0 +1,55 @@
+"""`unused_parameter`: the watched tensor never took part in computing any loss."""
+from __future__ import annotations
+
+from gradcheck_l2c.records import Finding
+
+KIND = "unused_parameter"
+_CUT_KINDS = ("item", "numpy", "tensor_rewrap", "detach", "data_attr", "no_grad", "state_dict_reload",
+              "new_parameter", "non_differentiable")
+
+
+def scan(run) -> list[Finding]:
+    state = run.state
+    if state.backward_count == 0:
+        return []
+    from gradcheck_l2c.judge import module_site
+
+    found = []
+    for watched in run.watched():
+        tensor = watched.tensor
+        if watched.ever_grad or watched.key in state.missed:
+            continue
+        if tensor is not None and not tensor.requires_grad:
+            continue
+        expected = run.expected(watched)
+        if not (watched.is_parameter or expected):
+            continue
+        owner = watched.owner[0]() if watched.owner else None
+        site = watched.site or (module_site(owner) if owner is not None else None)
+        uses = [e for e in state.events.for_key(watched.key) if e.kind in _CUT_KINDS]
+        if uses:
+            last = max(uses, key=lambda e: e.order)
+            where = f"; its values were last used at {last.site} ({last.detail}), and that result never reached a loss"
+        elif watched.is_parameter and owner is not None:
+            where = (f"; no parameter of {type(owner).__name__} got a gradient, so its forward was never called "
+                     "or its output was not used") if not _siblings_learn(run, owner) else (
+                f"; {type(owner).__name__}.forward does not use it")
+        else:
+            where = ""
+        found.append(run.finding(
+            KIND, "error" if expected else "warning", watched.name, site,
+            f"{watched.name} never took part in computing a loss{where}.",
+            "use it in the forward pass that computes the loss (for mixing weights: build the evaluated "
+            "parameters from it, e.g. torch.func.functional_call(model, params_from(alpha), (x,))), "
+            "or set requires_grad_(False) if it is not meant to learn.",
+        ))
+    return found
+
+
+def _siblings_learn(run, owner) -> bool:
+    registry = run.state.registry
+    for param in owner.parameters(recurse=False):
+        watched = registry.get(param)
+        if watched is not None and watched.ever_grad:
+            return True
+    return False

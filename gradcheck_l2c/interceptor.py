@@ -1,0 +1,373 @@
+"""The torch-function mode that sees every tensor operation of the traced code.
+
+Most calls take the fast path: one dict lookup and the original function. Calls that can cut a
+gradient path (``.item()``, ``detach``, ``.data``, ``copy_`` into a parameter, ops under
+``no_grad``...) and calls on tainted values take the slow path into `TraceState`.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from gradcheck_l2c.locations import library_callers, user_site
+from gradcheck_l2c.state import TraceState, _op_label, _tensors
+
+Tensor = torch.Tensor
+_is_grad_enabled = torch.is_grad_enabled
+_descriptors = torch._C.TensorBase.__dict__
+
+#: Ops whose derivative is zero almost everywhere: a path through them carries no gradient.
+ZERO_DERIVATIVE = ("round", "floor", "ceil", "sign", "trunc", "fix", "sgn", "heaviside")
+_CONVERSIONS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "type_as"}
+
+
+class Interceptor(TorchFunctionMode):
+    """Routes interesting torch calls to handlers; everything else runs untouched."""
+
+    def __init__(self, state: TraceState) -> None:
+        super().__init__()
+        self.state = state
+        self.handlers: dict[Any, Callable[..., Any]] = _handlers(self)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        handler = self.handlers.get(func)
+        if handler is not None:
+            return handler(func, args, kwargs)
+        out = func(*args, **kwargs)
+        state = self.state
+        if not _is_grad_enabled():
+            if state.pid == os.getpid():
+                state.no_grad_op(func, args, kwargs, out)
+            return out
+        if state.taints:
+            state.mark(out, state.taint_of_args(args, kwargs))
+        if state.snapshots:
+            state.check_snapshots(func, args)
+        if type(out) is Tensor:
+            if not out.requires_grad:
+                self.non_differentiable(func, args, kwargs, [out])
+            elif state.record_sites and out.grad_fn is not None:
+                _remember_site(out)
+            if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:
+                state.watch_leaf(out, user_site(1))
+        elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
+            dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
+            if dead and len(dead) < len(out):
+                self.non_differentiable(func, args, kwargs, dead)
+        return out
+
+    # ---- generic rules -------------------------------------------------------------------
+
+    def non_differentiable(self, func, args, kwargs, dead: list[Tensor]) -> None:
+        """An op in grad mode turned inputs with history into outputs without any."""
+        inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
+        if not inputs:
+            return
+        state = self.state
+        taint = state.cut("non_differentiable", _op_label(func), inputs, site=user_site(2))
+        if taint is not None:
+            taint = state.taints.merge(taint, state.taint_of_args(args, kwargs))
+            for out in dead:
+                state.taints.set(out, taint)
+
+    # ---- handlers ------------------------------------------------------------------------
+
+    def on_item(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        tensor = args[0]
+        state = self.state
+        if tensor.requires_grad or state.taints:
+            taint = state.cut("item", ".item()", [tensor], site=user_site(1))
+            if taint is not None and type(out) is float:
+                return state.taints.tainted_float(out, taint)
+        return out
+
+    def on_scalar(self, func, args, kwargs):
+        tensor = args[0]
+        if tensor.requires_grad:
+            label = {"__float__": "float()", "__int__": "int()", "tolist": ".tolist()",
+                     "__index__": "int()"}.get(func.__name__, func.__name__)
+            self.state.cut("item", label, [tensor], site=user_site(1))
+        return func(*args, **kwargs)
+
+    def on_numpy(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        tensor = args[0]
+        state = self.state
+        if tensor.requires_grad or state.taints:
+            label = ".numpy()" if func.__name__ == "numpy" else "np.asarray()"
+            taint = state.cut("numpy", label, [tensor], site=user_site(1))
+            if taint is not None:
+                state.taints.set(out, taint)
+        return out
+
+    def on_rewrap(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        state = self.state
+        data = args[0] if args else kwargs.get("data")
+        if isinstance(data, Tensor) and out is data:
+            return out  # as_tensor of a tensor returns it unchanged: nothing is cut
+        tensors, taint = _scan_data(state, data)
+        live = [t for t in tensors if t.requires_grad]
+        if live or taint is not None:
+            site = user_site(1)
+            label = f"torch.{func.__name__}()"
+            cut = state.cut("tensor_rewrap", label, live, site=site)
+            event_taint = state.taints.merge(cut, None)
+            if taint is not None:
+                events = {k: state.events.record("tensor_rewrap", k, site, label) for k in taint.chains}
+                event_taint = state.taints.merge(event_taint, state.taints.extend(taint, events))
+            if event_taint is not None:
+                state.taints.set(out, event_taint)
+        if kwargs.get("requires_grad") is True and isinstance(out, Tensor):
+            state.watch_leaf(out, user_site(1))
+        return out
+
+    def on_detach(self, func, args, kwargs):
+        tensor = args[0]
+        out = func(*args, **kwargs)
+        state = self.state
+        if tensor.requires_grad or state.taints:
+            callers = library_callers(1)
+            in_state_dict = "_save_to_state_dict" in callers
+            label = "state_dict()" if in_state_dict else f".{func.__name__}()"
+            taint = state.cut("detach", label, [tensor], site=user_site(1))
+            state.mark(out, taint)
+            if in_state_dict and tensor.is_leaf and tensor.requires_grad:
+                state.snapshot(tensor, out)
+        return out
+
+    def on_data_get(self, func, args, kwargs):
+        tensor = args[0]
+        out = func(*args, **kwargs)
+        state = self.state
+        if tensor.requires_grad or state.taints:
+            taint = state.cut("data_attr", ".data", [tensor], site=user_site(1))
+            state.mark(out, taint)
+        return out
+
+    def on_data_set(self, func, args, kwargs):
+        target, value = args[0], args[1]
+        out = func(*args, **kwargs)
+        if target.requires_grad:
+            self.state.reenter("data_attr", ".data = ...", [value], [target], site=user_site(1))
+        return out
+
+    def on_grad_get(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        if (out is None or self.state.taints or self.state.registry.get(args[0]) is not None) \
+                and user_site(1) is not None and _called_from_user():
+            self.state.grad_read(args[0], out)
+        return out
+
+    def on_copy(self, func, args, kwargs):
+        target = args[0]
+        sources = list(args[1:2]) + [v for v in kwargs.values() if isinstance(v, Tensor)]
+        state = self.state
+        if target.requires_grad and target.is_leaf and not _is_grad_enabled():
+            state.check_snapshots(func, tuple(sources))
+            out = func(*args, **kwargs)
+            callers = library_callers(1)
+            if "_load_from_state_dict" in callers:
+                label = "load_state_dict()"
+            else:
+                label = f".{func.__name__}()"
+            state.reenter("state_dict_reload", label, sources, [target], site=user_site(1))
+            return out
+        out = func(*args, **kwargs)
+        if not _is_grad_enabled():
+            state.no_grad_op(func, args, kwargs, out)
+        elif state.taints:
+            state.mark(out, state.taint_of_args(args, kwargs))
+        return out
+
+    def on_requires_grad(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        tensor = args[0]
+        if tensor.requires_grad and tensor.is_leaf and _called_from_user():
+            self.state.watch_leaf(tensor, user_site(1))
+        return out
+
+    def on_zero_derivative(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        state = self.state
+        if _is_grad_enabled() and isinstance(out, Tensor):
+            inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
+            if inputs:
+                taint = state.cut("non_differentiable", _op_label(func), inputs, site=user_site(1))
+                state.mark(out, state.taints.merge(taint, state.taint_of_args(args, kwargs)))
+                return out
+        if state.taints or not _is_grad_enabled():
+            state.mark(out, state.taint_of_args(args, kwargs))
+        return out
+
+    def on_conversion(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        tensor = args[0]
+        state = self.state
+        if state.taints:
+            state.mark(out, state.taint_of_args(args, kwargs))
+        if isinstance(out, Tensor) and out is not tensor and out.grad_fn is not None \
+                and tensor.is_leaf and tensor.requires_grad:
+            _remember_site(out)
+        elif not _is_grad_enabled() and state.pid == os.getpid():
+            state.no_grad_op(func, args, kwargs, out)
+        return out
+
+    def on_inplace(self, func, args, kwargs):
+        state = self.state
+        target = args[0] if args else None
+        if not _is_grad_enabled():
+            if state.snapshots:
+                state.check_snapshots(func, args)
+            out = func(*args, **kwargs)
+            if state.pid == os.getpid():
+                state.no_grad_op(func, args, kwargs, out)
+            return out
+        if state.snapshots:
+            state.check_snapshots(func, args)
+        out = func(*args, **kwargs)
+        if isinstance(target, Tensor):
+            state.inplace_log.append((user_site(1), _op_label(func), tuple(target.shape),
+                                      target.dtype, target._version))
+            if state.taints:
+                merged = state.taint_of_args(args, kwargs)
+                if merged is not None:
+                    state.taints.set(target, merged)
+        return out
+
+    def on_backward(self, func, args, kwargs):
+        roots = _backward_roots(func, args, kwargs)
+        inputs = kwargs.get("inputs")
+        state = self.state
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as error:
+            from gradcheck_l2c.judge import explain_backward_error
+
+            explain_backward_error(state, error, roots)
+            raise
+        keys = None
+        if inputs is not None:
+            inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+            keys = {k for k in map(state.registry.key_of, inputs) if k is not None}
+        state.judge_backward(roots, keys, sys._getframe(1))
+        self.progress()
+        return out
+
+    def on_autograd_grad(self, func, args, kwargs):
+        outputs = args[0] if args else kwargs["outputs"]
+        inputs = args[1] if len(args) > 1 else kwargs["inputs"]
+        roots = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        state = self.state
+        try:
+            grads = func(*args, **kwargs)
+        except RuntimeError as error:
+            from gradcheck_l2c.judge import explain_backward_error
+
+            explain_backward_error(state, error, roots)
+            raise
+        for tensor, grad in zip(inputs, grads):
+            key = state.registry.key_of(tensor)
+            if key is not None and grad is not None:
+                state.reached_now.append(key)
+        keys = {k for k in map(state.registry.key_of, inputs) if k is not None}
+        state.judge_backward(roots, keys, sys._getframe(1))
+        self.progress()
+        return grads
+
+    def progress(self) -> None:
+        callback = getattr(self, "on_progress", None)
+        if callback is not None:
+            callback(self.state.backward_count, len(self.state.events))
+
+
+def _remember_site(out: Tensor) -> None:
+    site = user_site(2)
+    if site is not None:
+        out.grad_fn.metadata["gradcheck_site"] = (site.file, site.line)
+
+
+def _called_from_user() -> bool:
+    """True when the attribute access came straight from user code, not from torch itself."""
+    return not library_callers(2)
+
+
+def _backward_roots(func, args, kwargs) -> list[Tensor]:
+    first = args[0] if args else kwargs.get("tensors", kwargs.get("self"))
+    if isinstance(first, Tensor):
+        return [first]
+    return [t for t in first if isinstance(t, Tensor)]
+
+
+def _scan_data(state: TraceState, data: Any, limit: int = 10_000):
+    """Tensors and taint inside the nested data passed to ``torch.tensor``."""
+    tensors: list[Tensor] = []
+    taint = None
+    stack = [data]
+    seen = 0
+    while stack and seen < limit:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, Tensor):
+            tensors.append(item)
+        elif type(item) in (list, tuple):
+            stack.extend(item)
+            continue
+        found = state.taints.get(item)
+        if found is not None:
+            taint = state.taints.merge(taint, found)
+    return tensors, taint
+
+
+def _handlers(mode: Interceptor) -> dict[Any, Callable[..., Any]]:
+    T = torch.Tensor
+    table: dict[Any, Callable[..., Any]] = {
+        T.item: mode.on_item,
+        T.tolist: mode.on_scalar,
+        T.__float__: mode.on_scalar,
+        T.__int__: mode.on_scalar,
+        T.__index__: mode.on_scalar,
+        T.numpy: mode.on_numpy,
+        T.__array__: mode.on_numpy,
+        torch.tensor: mode.on_rewrap,
+        torch.as_tensor: mode.on_rewrap,
+        torch.asarray: mode.on_rewrap,
+        T.detach: mode.on_detach,
+        T.detach_: mode.on_detach,
+        _descriptors["data"].__get__: mode.on_data_get,
+        _descriptors["data"].__set__: mode.on_data_set,
+        _descriptors["grad"].__get__: mode.on_grad_get,
+        T.requires_grad_: mode.on_requires_grad,
+        T.backward: mode.on_backward,
+        torch.autograd.backward: mode.on_backward,
+        torch.autograd.grad: mode.on_autograd_grad,
+    }
+    for name in dir(T):
+        if name.endswith("_") and not name.startswith("_") and name not in ("requires_grad_", "detach_",
+                                                                            "share_memory_"):
+            table.setdefault(getattr(T, name), mode.on_inplace)
+    for name in ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                 "__ipow__", "__imod__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"):
+        if hasattr(T, name):
+            table[getattr(T, name)] = mode.on_inplace
+    for name in dir(torch):
+        if name.endswith("_") and not name.startswith("_") and callable(getattr(torch, name)):
+            table.setdefault(getattr(torch, name), mode.on_inplace)
+    table[T.copy_] = mode.on_copy
+    table[T.set_] = mode.on_copy
+    for name in ZERO_DERIVATIVE:
+        for owner in (T, torch):
+            func = getattr(owner, name, None)
+            if func is not None:
+                table[func] = mode.on_zero_derivative
+    for name in _CONVERSIONS:
+        table[getattr(T, name)] = mode.on_conversion
+    return table

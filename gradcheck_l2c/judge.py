@@ -1,0 +1,180 @@
+"""Turn what a trace saw into findings: for each watched tensor without a gradient, why and where."""
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gradcheck_l2c import graph
+from gradcheck_l2c.detectors import CUTS, SCANNERS
+from gradcheck_l2c.events import Event
+from gradcheck_l2c.locations import Site
+from gradcheck_l2c.records import CapturedGraph, Cut, Finding, WatchedTensor
+from gradcheck_l2c.state import TraceState
+from gradcheck_l2c.watch import Watched, selected
+
+
+@dataclass
+class Run:
+    """The finished trace as the scanners see it: state, the selected keys, names, and a finding factory."""
+
+    state: TraceState
+    keys: set[int]
+    findings: list[Finding] = field(default_factory=list)
+
+    def watched(self) -> list[Watched]:
+        return [w for w in self.state.registry.all if w.key in self.keys]
+
+    def name(self, key: int) -> str:
+        return self.state.registry.all[key].name
+
+    def expected(self, watched: Watched) -> bool:
+        """The user asked for this tensor's gradient: watched it by name or read its ``.grad``."""
+        return watched.explicit or watched.grad_read is not None or (
+            self.state.spec.narrowed and watched.key in self.keys)
+
+    def wants(self, *names: str) -> bool:
+        """Whether a finding about these names passes the user's watch patterns."""
+        spec = self.state.spec
+        if not spec.narrowed:
+            return True
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in spec.patterns for name in names)
+
+    def finding(self, kind: str, severity: str, tensor: str, site: Site | None, message: str, fix: str,
+                count: int = 1) -> Finding:
+        file, line = (site.file, site.line) if site is not None else ("<unknown>", 0)
+        code = site.code if site is not None else ""
+        return Finding(kind, severity, tensor, file, line, code, message, fix, count)  # type: ignore[arg-type]
+
+    def cut_finding(self, event: Event, tensor: str, severity: str | None = None) -> Finding:
+        detector = CUTS[event.kind]
+        message, fix = detector.describe(event.detail, tensor)
+        return self.finding(event.kind, severity or detector.SEVERITY, tensor, event.site, message, fix,
+                            event.count)
+
+
+@dataclass
+class Verdict:
+    findings: list[Finding]
+    watched: list[WatchedTensor]
+    graphs: list[CapturedGraph]
+    unmatched: list[str]
+    names: list[str]
+
+
+def judge(state: TraceState) -> Verdict:
+    """All findings of a trace, the tensors judged, and the graphs to draw."""
+    registry = state.registry
+    registry.resolve_names()
+    keys, unmatched = selected(registry, state.spec)
+    run = Run(state, keys)
+    by_event: dict[int, Finding] = {}
+    for watched in run.watched():
+        if watched.ever_grad or not watched.key in state.missed:
+            continue
+        tensor = watched.tensor
+        if tensor is not None and not tensor.requires_grad:
+            continue
+        for event in ordered_events(state.missed[watched.key].keys()):
+            finding = run.cut_finding(event, watched.name)
+            by_event[id(event)] = finding
+            run.findings.append(finding)
+    for scanner in SCANNERS:
+        run.findings.extend(scanner.scan(run))
+    graphs = [_captured(state, run, pending, by_event) for pending in state.graphs]
+    watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched()]
+    names = sorted({w.name for w in registry.all})
+    return Verdict(run.findings, watched, [g for g in graphs if g is not None], unmatched, names)
+
+
+def ordered_events(chains: Any) -> list[Event]:
+    """The cuts of several chains, nearest the watched tensor first, each once."""
+    position: dict[Event, tuple[int, int]] = {}
+    for chain in chains:
+        for index, event in enumerate(chain):
+            rank = (index, event.order)
+            if event not in position or rank < position[event]:
+                position[event] = rank
+    return sorted(position, key=position.__getitem__)
+
+
+def _captured(state: TraceState, run: Run, pending: Any, by_event: dict[int, Finding]) -> CapturedGraph | None:
+    missing = tuple(run.name(k) for k in pending.missing if k in run.keys)
+    if not missing:
+        return None
+    tensors = {}
+    for watched in run.watched():
+        tensor = watched.tensor
+        if tensor is not None:
+            tensors[watched.name] = tensor
+    cuts = []
+    for key in pending.missing:
+        for event in ordered_events(pending.chains[key]):
+            finding = by_event.get(id(event)) or run.cut_finding(event, run.name(key))
+            cuts.append(Cut(finding, event.source, tuple(pending.reentry.get(id(event), ()))))
+    return CapturedGraph(pending.root, tensors, missing, tuple(cuts), pending.signature)
+
+
+def module_site(module: Any) -> Site | None:
+    """Where a module's class is defined: the fallback location for its parameters."""
+    try:
+        file = inspect.getsourcefile(type(module))
+        _, line = inspect.getsourcelines(type(module))
+    except (OSError, TypeError):
+        return None
+    return Site(os.path.abspath(file), line) if file else None
+
+
+_VERSION = re.compile(r"\[(\S+) \[([\d, ]*)\]\](?:, which is output (\d+) of (\w+),)? is at version (\d+)")
+
+
+def explain_backward_error(state: TraceState, error: RuntimeError, roots: list[torch.Tensor]) -> None:
+    """Add what the trace knows to PyTorch's backward error (its type and traceback stay the same)."""
+    from gradcheck_l2c.detectors import inplace_saved
+
+    text = str(error)
+    if "modified by an inplace operation" in text:
+        note = inplace_saved.explain(state, text, roots)
+    elif "does not require grad" in text:
+        note = _explain_graphless(state, roots)
+    else:
+        note = None
+    if note:
+        error.add_note(note)
+
+
+def _explain_graphless(state: TraceState, roots: list[torch.Tensor]) -> str | None:
+    taint = None
+    for root in roots:
+        taint = state.taints.merge(taint, state.taints.get(root))
+    if taint is None:
+        return None
+    lines = ["gradcheck-l2c: this value has no autograd graph because its inputs were cut off:"]
+    for key, chain in taint.chains.items():
+        seen = state.missed.setdefault(key, {})
+        seen[chain] = seen.get(chain, 0) + 1
+        state.registry.all[key].got_grad = False
+        for event in chain:
+            lines.append(f"  {event.site}: {event.detail} ({event.kind})")
+    return "\n".join(lines)
+
+
+def node_site(node: Any) -> str | None:
+    """The user line that created an autograd node, when the tracer recorded it."""
+    site = node.metadata.get("gradcheck_site") if node is not None else None
+    return f"{os.path.basename(site[0])}:{site[1]}" if site else None
+
+
+def leaf_names(state: TraceState, node: Any) -> list[str]:
+    """Names of the watched leaves a node's graph reaches (for "the gradient went to ...")."""
+    names = []
+    for tensor in graph.leaf_tensors([node]):
+        watched = state.registry.get(tensor)
+        if watched is not None:
+            names.append(watched.name)
+    return names

@@ -1,0 +1,77 @@
+"""The hooks and patches a trace installs besides its torch-function mode, each undone on exit.
+
+- a global parameter-registration hook: names parameters after the module attribute they are set on,
+  and notices modules built inside another module's forward;
+- ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
+- ``Optimizer.__init__``: remembers optimizers and where they were built.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+import torch
+from torch import nn
+from torch.nn.modules import module as module_hooks
+
+from gradcheck_l2c.detectors.module_in_forward import inside_forward
+from gradcheck_l2c.locations import user_frame, user_site
+from gradcheck_l2c.state import TraceState
+
+
+class Patches:
+    """Installs everything on ``install()``; ``restore()`` puts back exactly what was there."""
+
+    def __init__(self, state: TraceState) -> None:
+        self.state = state
+        self._undo: list[Callable[[], None]] = []
+
+    def install(self) -> None:
+        handle = module_hooks.register_module_parameter_registration_hook(self._on_parameter)
+        self._undo.append(handle.remove)
+        self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
+        self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
+
+    def restore(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    def _replace(self, owner: type, name: str, value: Any) -> None:
+        original = owner.__dict__[name]
+        setattr(owner, name, value)
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    def _on_parameter(self, module: nn.Module, name: str, param: Any) -> None:
+        if param is None:
+            return
+        state = self.state
+        frame = user_frame(1)
+        outer = inside_forward(frame.f_back if frame is not None else None)
+        if outer is not None:
+            state.events.record("module_in_forward", -1, user_site(1), type(module).__name__, outer=outer)
+            return
+        state.registry.add_module(module)
+        state.watch_leaf(param, user_site(1), owner=(module, name))
+
+    def _parameter_new(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+
+        def new(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
+            param = original(cls, data, requires_grad)
+            site = user_site(1)
+            created, ident = state.registry.created, id(param)
+            created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site)
+            if isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
+                state.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
+            return param
+
+        return new
+
+    def _optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+
+        def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
+            original(optimizer, *args, **kwargs)
+            state.optimizers.append((weakref.ref(optimizer), user_site(1)))
+
+        return init

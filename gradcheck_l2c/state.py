@@ -1,0 +1,410 @@
+"""What one trace has learned so far: watched tensors, events, taints, backward verdicts.
+
+The interceptor and the patches report raw facts here; `judge` turns them into findings.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradcheck_l2c import graph
+from gradcheck_l2c.events import Event, EventLog
+from gradcheck_l2c.locations import USER, Site, frame_kind, library_callers, user_frame, user_site
+from gradcheck_l2c.taint import Chain, Taint, TaintStore, fresh
+from gradcheck_l2c.watch import WatchRegistry, WatchSpec
+
+Tensor = torch.Tensor
+_REACH = "gradcheck_reach"
+MAX_GRAPHS = 8
+
+
+@dataclass
+class Snapshot:
+    """A ``state_dict()`` entry that shares storage with a live parameter."""
+
+    key: int
+    site: Site | None
+    version: int
+
+
+@dataclass
+class PendingGraph:
+    """A backward's graph in which watched tensors got no gradient, kept until findings exist."""
+
+    root: Any
+    missing: tuple[int, ...]
+    chains: dict[int, list[Chain]]
+    reentry: dict[int, list[Any]]  # id(event) -> graph nodes where tainted values came back in
+    signature: int
+
+
+@dataclass
+class TraceState:
+    spec: WatchSpec
+    record_sites: bool = False
+    registry: WatchRegistry = field(default_factory=WatchRegistry)
+    events: EventLog = field(default_factory=EventLog)
+    taints: TaintStore = field(default_factory=TaintStore)
+    backward_count: int = 0
+    reached_now: list[int] = field(default_factory=list)
+    missed: dict[int, dict[Chain, int]] = field(default_factory=dict)
+    read_missing: list[tuple[Site | None, str, Taint | None]] = field(default_factory=list)
+    snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
+    optimizers: list[tuple[weakref.ref, Site | None]] = field(default_factory=list)
+    inplace_log: deque = field(default_factory=lambda: deque(maxlen=256))
+    error_notes: list[Event] = field(default_factory=list)
+    graphs: list[PendingGraph] = field(default_factory=list)
+    graph_signatures: set[int] = field(default_factory=set)
+    pid: int = field(default_factory=os.getpid)
+
+    # ---- watching -------------------------------------------------------------------------
+
+    def watch_leaf(self, tensor: Tensor, site: Site | None, owner: tuple[nn.Module, str] | None = None,
+                   explicit: bool = False) -> None:
+        """Watch a leaf that requires grad; a post-accumulate hook tells when it gets a gradient."""
+        if not (tensor.requires_grad and tensor.is_leaf):
+            return
+        watched = self.registry.add(tensor, site, owner=owner, explicit=explicit)
+        if watched.hook is None:
+            reached = self.reached_now
+            key = watched.key
+            watched.hook = tensor.register_post_accumulate_grad_hook(lambda _t, key=key: reached.append(key))
+
+    def discover(self, frame: Any) -> None:
+        """Learn modules and variable names from the user frames on the stack (cheap, no copies)."""
+        registry = self.registry
+        while frame is not None:
+            if frame_kind(frame.f_code.co_filename) == USER:
+                for name, value in frame.f_locals.items():
+                    if isinstance(value, nn.Module):
+                        if id(value) not in registry.modules:
+                            for pname, param in value.named_parameters():
+                                self.watch_leaf(param, None, owner=(value, pname))
+                        registry.add_module(value, name if name != "self" else None)
+                    elif isinstance(value, Tensor):
+                        watched = registry.get(value)
+                        if watched is not None and watched.variable is None and not watched.is_parameter:
+                            watched.variable = name
+            frame = frame.f_back
+        self.adopt_attributes()
+
+    def adopt_attributes(self) -> None:
+        """Name watched non-parameter tensors after the module attribute that holds them."""
+        registry = self.registry
+        for module, _ in registry.live_modules():
+            for attr, value in vars(module).items():
+                if isinstance(value, Tensor) and not attr.startswith("_"):
+                    watched = registry.get(value)
+                    if watched is not None and watched.owner is None:
+                        watched.owner = (weakref.ref(module), attr)
+
+    # ---- reachability ---------------------------------------------------------------------
+
+    def reach(self, tensor: Tensor) -> frozenset[int]:
+        """Watched keys whose leaves are reachable from ``tensor`` through live autograd history."""
+        if not tensor.requires_grad:
+            return frozenset()
+        node = tensor.grad_fn
+        if node is None:
+            key = self.registry.key_of(tensor)
+            return frozenset() if key is None else frozenset((key,))
+        metadata = node.metadata
+        cached = metadata.get(_REACH)
+        if cached is not None:
+            return cached
+        key_of = self.registry.key_of
+        keys = set()
+        for child in graph.iter_nodes([node]):
+            variable = getattr(child, "variable", None)
+            if variable is not None:
+                key = key_of(variable)
+                if key is not None:
+                    keys.add(key)
+        result = frozenset(keys)
+        metadata[_REACH] = result
+        return result
+
+    # ---- taint ----------------------------------------------------------------------------
+
+    def taint_of_args(self, args: tuple, kwargs: dict | None = None) -> Taint | None:
+        get = self.taints.get
+        merge = self.taints.merge
+        result = None
+        for arg in args:
+            if type(arg) in (list, tuple):
+                for item in arg:
+                    found = get(item)
+                    if found is not None:
+                        result = merge(result, found)
+            else:
+                found = get(arg)
+                if found is not None:
+                    result = merge(result, found)
+        if kwargs:
+            for arg in kwargs.values():
+                found = get(arg)
+                if found is not None:
+                    result = merge(result, found)
+        return result
+
+    def mark(self, outputs: Any, taint: Taint | None) -> None:
+        """Give the tensors of an op's output a taint (replacing what they had)."""
+        if taint is None:
+            return
+        if isinstance(outputs, Tensor):
+            self.taints.set(outputs, taint)
+        elif type(outputs) in (list, tuple) or isinstance(outputs, tuple):
+            for out in outputs:
+                if isinstance(out, Tensor):
+                    self.taints.set(out, taint)
+
+    # ---- cuts -----------------------------------------------------------------------------
+
+    def cut(self, kind: str, detail: str, tensors: list[Tensor], site: Site | None = None,
+            exclude: frozenset[int] = frozenset(), **extra: Any) -> Taint | None:
+        """Values of ``tensors`` leave autograd here: record one event per watched key they reach.
+
+        Returns the taint their results carry: the new cuts plus whatever taint the inputs had.
+        """
+        new: dict[int, Event] = {}
+        inherited: Taint | None = None
+        for tensor in tensors:
+            inherited = self.taints.merge(inherited, self.taints.get(tensor))
+            keys = self.reach(tensor) - exclude
+            if not keys:
+                continue
+            if site is None:
+                site = user_site(2)
+            source = tensor.grad_fn
+            for key in keys:
+                if key not in new:
+                    new[key] = self.events.record(kind, key, site, detail, source=source, **extra)
+        if not new:
+            return inherited
+        return self.taints.merge(fresh(new), _without(inherited, new))
+
+    def reenter(self, kind: str, detail: str, sources: list[Any], targets: list[Tensor],
+                site: Site | None = None) -> None:
+        """Values come back in as a leaf (``load_state_dict``, ``copy_`` into a parameter, ...).
+
+        Cuts of live history and earlier chains both get this event appended, and the targets
+        carry the result: when they later feed a loss, the whole route is known.
+        """
+        own = frozenset(k for k in (self.registry.key_of(t) for t in targets) if k is not None)
+        live: set[int] = set()
+        inherited: Taint | None = None
+        for source in sources:
+            inherited = self.taints.merge(inherited, self.taints.get(source))
+            if isinstance(source, Tensor):
+                live |= self.reach(source)
+        live -= own
+        inherited = _without(inherited, own)
+        if not live and inherited is None:
+            for target in targets:
+                self.taints.discard(target)
+            return
+        if site is None:
+            site = user_site(2)
+        target_key = next(iter(own), None)
+        events: dict[int, Event] = {}
+        for key in live | set(inherited.chains if inherited else ()):
+            events[key] = self.events.record(kind, key, site, detail, target=target_key)
+        result = fresh({k: events[k] for k in live})
+        if inherited is not None:
+            result = self.taints.merge(result, self.taints.extend(inherited, events))
+        for target in targets:
+            self.taints.set(target, result)
+
+    def no_grad_op(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """An op ran with grad disabled: inputs with history to watched tensors are cut here."""
+        inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
+        taint = self.taint_of_args(args, kwargs)
+        if inputs:
+            name = getattr(func, "__name__", "")
+            inplace = name.endswith("_") and not name.endswith("__")
+            targets = _inplace_targets(args) if inplace else []
+            exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
+            reach_any = any(self.reach(t) - exclude for t in inputs)
+            if reach_any and not any("/torch/optim/" in f for f in _library_files()):
+                site = user_site(1)
+                cut = self.cut("no_grad", _op_label(func), inputs, site=site, exclude=exclude)
+                taint = self.taints.merge(taint, cut)
+            if inplace:
+                taint = _without(taint, exclude)
+                for target in targets:
+                    if taint is None:
+                        self.taints.discard(target)
+                    else:
+                        self.taints.set(target, taint)
+                return
+        self.mark(out, taint)
+
+    # ---- judging ----------------------------------------------------------------------------
+
+    def judge_backward(self, roots: list[Tensor], inputs: set[int] | None, frame: Any) -> None:
+        """After a backward: which watched tensors were reached, and which got values only via cuts."""
+        self.backward_count += 1
+        registry = self.registry
+        reached = set(self.reached_now)
+        self.reached_now.clear()
+        for key in reached:
+            watched = registry.all[key]
+            watched.got_grad = True
+            watched.ever_grad = True
+            if watched.zero_checks < 2 and not watched.nonzero_grad:
+                tensor = watched.tensor
+                if tensor is not None and tensor.grad is not None:
+                    watched.zero_checks += 1
+                    with torch._C.DisableTorchFunction():
+                        watched.nonzero_grad = bool(tensor.grad.any())
+        if self.backward_count <= 3 or self.backward_count % 50 == 0:
+            self.discover(frame)
+        taint = None
+        for root in roots:
+            taint = self.taints.merge(taint, self.taints.get(root))
+        if taint is None:
+            return
+        missing: dict[int, list[Chain]] = {}
+        for key, chain in taint.chains.items():
+            if key in reached or (inputs is not None and key not in inputs):
+                continue
+            registry.all[key].got_grad = False
+            seen = self.missed.setdefault(key, {})
+            seen[chain] = seen.get(chain, 0) + 1
+            missing.setdefault(key, []).append(chain)
+        if missing:
+            self._capture(roots, missing)
+
+    def _capture(self, roots: list[Tensor], missing: dict[int, list[Chain]]) -> None:
+        if len(self.graphs) >= MAX_GRAPHS:
+            return
+        nodes = graph.grad_roots([r for r in roots if r.requires_grad])
+        if not nodes:
+            return
+        root = nodes[0]
+        signature = hash((graph.signature(root), tuple(sorted(missing))))
+        if signature in self.graph_signatures:
+            return
+        self.graph_signatures.add(signature)
+        reentry: dict[int, list[Any]] = {}
+        get = self.taints.get
+        for node in graph.iter_nodes([root]):
+            variable = getattr(node, "variable", None)
+            taint = get(variable) if variable is not None else None
+            if taint is None:
+                continue
+            for key, chain in taint.chains.items():
+                if key in missing:
+                    reentry.setdefault(id(chain[-1]), []).append(node)
+        self.graphs.append(PendingGraph(root, tuple(missing), missing, reentry, signature))
+
+    def grad_read(self, tensor: Tensor, value: Any) -> None:
+        """User code read ``.grad``: a None or all-zero value there is a gradient they expected."""
+        if value is not None:
+            watched = self.registry.get(tensor)
+            if watched is None or watched.nonzero_grad:
+                return
+            with torch._C.DisableTorchFunction():
+                nonzero = bool(value.any())
+            watched.nonzero_grad = watched.nonzero_grad or nonzero
+            if nonzero:
+                return
+        site = user_site(2)
+        watched = self.registry.get(tensor)
+        if watched is not None:
+            watched.grad_read = watched.grad_read or site
+            return
+        frame = user_frame(2)
+        name = _variable_name(frame, tensor) if frame is not None else None
+        self.read_missing.append((site, name or "tensor", self.taints.get(tensor), tensor.is_leaf,
+                                  tensor.grad_fn))
+
+    # ---- state_dict snapshots -----------------------------------------------------------------
+
+    def snapshot(self, param: Tensor, out: Tensor) -> None:
+        key = self.registry.key_of(param)
+        if key is None:
+            return
+        ident = id(out)
+        snapshots = self.snapshots
+        ref = weakref.ref(out, lambda _, ident=ident: snapshots.pop(ident, None))
+        snapshots[ident] = (ref, Snapshot(key, user_site(2), out._version))
+
+    def check_snapshots(self, func: Any, args: tuple) -> None:
+        """A stale ``state_dict()`` entry is used: its parameter changed since the snapshot."""
+        snapshots = self.snapshots
+        for arg in _flat(args):
+            entry = snapshots.get(id(arg))
+            if entry is None or entry[0]() is not arg:
+                continue
+            snap = entry[1]
+            if arg._version != snap.version:
+                self.events.record("state_dict_alias", snap.key, user_site(2), _op_label(func),
+                                   snapshot=snap.site)
+                snap.version = arg._version
+
+
+def _without(taint: Taint | None, keys: Any) -> Taint | None:
+    if taint is None or not any(k in taint.chains for k in keys):
+        return taint
+    chains = {k: c for k, c in taint.chains.items() if k not in keys}
+    return Taint(chains) if chains else None
+
+
+def _flat(args: tuple):
+    for arg in args:
+        if type(arg) in (list, tuple):
+            yield from arg
+        else:
+            yield arg
+
+
+def _tensors(args: tuple, kwargs: dict | None) -> list[Tensor]:
+    found = [a for a in _flat(args) if isinstance(a, Tensor)]
+    if kwargs:
+        found.extend(v for v in kwargs.values() if isinstance(v, Tensor))
+    return found
+
+
+def _inplace_targets(args: tuple) -> list[Tensor]:
+    if not args:
+        return []
+    first = args[0]
+    if isinstance(first, Tensor):
+        return [first]
+    if type(first) in (list, tuple):
+        return [t for t in first if isinstance(t, Tensor)]
+    return []
+
+
+def _library_files() -> list[str]:
+    frame = sys._getframe(2)
+    files = []
+    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+        files.append(frame.f_code.co_filename)
+        frame = frame.f_back
+    return files
+
+
+def _op_label(func: Any) -> str:
+    name = getattr(func, "__name__", repr(func))
+    if name in ("__get__", "__set__"):
+        name = getattr(getattr(func, "__self__", None), "__name__", name)
+    return name
+
+
+def _variable_name(frame: Any, tensor: Tensor) -> str | None:
+    for name, value in frame.f_locals.items():
+        if value is tensor:
+            return name
+    return None
+
+
+__all__ = ["TraceState", "PendingGraph", "Snapshot", "library_callers"]

@@ -1,0 +1,123 @@
+"""Provenance that survives gradient cuts.
+
+When a watched tensor's values leave autograd (``.item()``, ``detach``, ``no_grad``...), the result
+is *tainted*: it remembers which watched tensors it came from and through which cuts. Taint flows
+through every later operation, so when those values come back into a loss — through
+``load_state_dict``, say — the tracer can list every cut in the order the values flowed.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from gradcheck_l2c.events import Event
+
+Chain = tuple[Event, ...]
+
+
+class Taint:
+    """Immutable map from watched-tensor key to the chain of cuts its values went through."""
+
+    __slots__ = ("chains", "__weakref__")
+
+    def __init__(self, chains: dict[int, Chain]) -> None:
+        self.chains = chains
+
+    def __repr__(self) -> str:
+        return f"Taint({ {k: [e.detail for e in c] for k, c in self.chains.items()} })"
+
+
+class TaintedFloat(float):
+    """A Python number computed from a watched tensor; arithmetic on it gives plain floats.
+
+    It pickles, copies and prints as a plain float, so traced programs behave the same.
+    """
+
+    __slots__ = ("taint",)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (float, (float(self),))
+
+
+class TaintStore:
+    """Which live objects (tensors, arrays) carry a taint; entries vanish with their objects."""
+
+    _MEMO_LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[weakref.ref, Taint]] = {}
+        self._merges: dict[tuple[int, int], tuple[Taint, Taint, Taint]] = {}
+        self._extensions: dict[tuple[int, int], tuple[Taint, Event, Taint]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_id)
+
+    def get(self, obj: Any) -> Taint | None:
+        if type(obj) is TaintedFloat:
+            return obj.taint
+        entry = self._by_id.get(id(obj))
+        if entry is None or entry[0]() is not obj:
+            return None
+        return entry[1]
+
+    def set(self, obj: Any, taint: Taint) -> None:
+        key = id(obj)
+        by_id = self._by_id
+        try:
+            ref = weakref.ref(obj, lambda _, key=key: by_id.pop(key, None))
+        except TypeError:
+            return
+        by_id[key] = (ref, taint)
+
+    def discard(self, obj: Any) -> None:
+        entry = self._by_id.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            del self._by_id[id(obj)]
+
+    def merge(self, first: Taint | None, second: Taint | None) -> Taint | None:
+        """The union of two taints; for a tensor reached both ways the shorter chain wins."""
+        if first is None or first is second:
+            return second
+        if second is None:
+            return first
+        memo_key = (id(first), id(second))
+        memo = self._merges.get(memo_key)
+        if memo is not None and memo[0] is first and memo[1] is second:
+            return memo[2]
+        chains = dict(first.chains)
+        for key, chain in second.chains.items():
+            if key not in chains or len(chain) < len(chains[key]):
+                chains[key] = chain
+        merged = Taint(chains)
+        if len(self._merges) > self._MEMO_LIMIT:
+            self._merges.clear()
+        self._merges[memo_key] = (first, second, merged)
+        return merged
+
+    def extend(self, taint: Taint, event_for: dict[int, Event] | Event) -> Taint:
+        """Append a cut to every chain (or, given a dict, to the chains of the keys it names)."""
+        if isinstance(event_for, Event):
+            memo_key = (id(taint), id(event_for))
+            memo = self._extensions.get(memo_key)
+            if memo is not None and memo[0] is taint and memo[1] is event_for:
+                return memo[2]
+            result = Taint({k: _append(c, event_for) for k, c in taint.chains.items()})
+            if len(self._extensions) > self._MEMO_LIMIT:
+                self._extensions.clear()
+            self._extensions[memo_key] = (taint, event_for, result)
+            return result
+        return Taint({k: _append(c, event_for[k]) if k in event_for else c for k, c in taint.chains.items()})
+
+    def tainted_float(self, value: float, taint: Taint) -> TaintedFloat:
+        result = TaintedFloat(value)
+        result.taint = taint
+        return result
+
+
+def _append(chain: Chain, event: Event) -> Chain:
+    return chain if event in chain else chain + (event,)
+
+
+def fresh(events: dict[int, Event]) -> Taint:
+    """A taint that starts at these cuts, one per watched key."""
+    return Taint({key: (event,) for key, event in events.items()})

@@ -1,0 +1,197 @@
+"""`trace`: run code and explain, for every watched tensor that got no gradient, why and where.
+
+One object is both a context manager and a decorator. On entry it installs a torch-function mode,
+a parameter-registration hook and two small patches; on exit — however the code ends — it removes
+them all and judges what it saw.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable, TypeVar
+
+import torch
+
+from gradcheck_l2c.errors import NestedTraceError
+from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
+from gradcheck_l2c.watch import WatchSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+DISABLE_VARIABLE = "GRADCHECK_L2C_DISABLED"
+_active: "Trace | None" = None
+
+
+def active_trace() -> "Trace | None":
+    """The trace running now, if any."""
+    return _active
+
+
+class Trace:
+    """Watch tensors while code runs; afterwards ``findings`` says why any of them got no gradient.
+
+    ``watch``: None (every parameter of the modules built or used during the trace and every leaf
+    created with ``requires_grad=True``), or names/globs (``"alpha"``, ``"*.alpha"``,
+    ``"model.fc1.*"``), tensors, modules, or a list of them. ``record_sites`` stores the forward
+    line of every autograd node, for rendering (a little slower).
+    """
+
+    def __init__(self, watch: Any = None, *, record_sites: bool = False) -> None:
+        self._spec = WatchSpec.parse(watch)
+        self.record_sites = record_sites
+        self.on_progress: Callable[[int, int], None] | None = None
+        self._state: Any = None
+        self._mode: Any = None
+        self._patches: Any = None
+        self._verdict: Any = None
+        self._disabled = False
+
+    # ---- running ---------------------------------------------------------------------------
+
+    def __enter__(self) -> "Trace":
+        global _active
+        self._disabled = os.environ.get(DISABLE_VARIABLE, "") not in ("", "0")
+        if self._disabled:
+            return self
+        if _active is not None:
+            raise NestedTraceError(
+                "a gradcheck_l2c trace is already running; nested traces are not supported "
+                "(watch more tensors in the outer trace instead)"
+            )
+        from gradcheck_l2c.interceptor import Interceptor
+        from gradcheck_l2c.locations import user_frame
+        from gradcheck_l2c.patches import Patches
+        from gradcheck_l2c.state import TraceState
+
+        state = TraceState(self._spec, record_sites=self.record_sites)
+        self._state, self._verdict = state, None
+        for tensor in self._spec.tensors:
+            if tensor.is_leaf:
+                state.watch_leaf(tensor, None, explicit=True)
+            else:
+                state.registry.add(tensor, None, explicit=True)
+        for module in self._spec.modules:
+            state.registry.add_module(module)
+            for name, param in module.named_parameters():
+                state.watch_leaf(param, None, owner=(module, name), explicit=True)
+        state.discover(user_frame(1))
+        self._patches = Patches(state)
+        self._mode = Interceptor(state)
+        self._mode.on_progress = self._progress
+        _active = self
+        try:
+            self._patches.install()
+            self._mode.__enter__()
+        except BaseException:
+            self._uninstall()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._disabled or self._state is None:
+            return
+        self._uninstall()
+        self._verdict = self._judge()
+
+    def __call__(self, function: F) -> F:
+        @functools.wraps(function)
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return function(*args, **kwargs)
+
+        return traced  # type: ignore[return-value]
+
+    def _uninstall(self) -> None:
+        global _active
+        try:
+            if self._mode is not None and self._mode in _mode_stack():
+                self._mode.__exit__(None, None, None)
+        finally:
+            self._mode = None
+            if self._patches is not None:
+                self._patches.restore()
+            for watched in self._state.registry.all:
+                if watched.hook is not None:
+                    watched.hook.remove()
+                    watched.hook = None
+            _active = None
+
+    def _progress(self, backward_count: int, events: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(backward_count, events)
+
+    def _judge(self) -> Any:
+        from gradcheck_l2c.judge import judge
+
+        with torch._C.DisableTorchFunction():
+            return judge(self._state)
+
+    def _current(self) -> Any:
+        if self._verdict is not None:
+            return self._verdict
+        if self._state is None:
+            return None
+        return self._judge()
+
+    # ---- results ---------------------------------------------------------------------------
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding, the causes of each missing gradient first, in the order values flowed."""
+        verdict = self._current()
+        return list(verdict.findings) if verdict else []
+
+    @property
+    def watched(self) -> list[WatchedTensor]:
+        verdict = self._current()
+        return list(verdict.watched) if verdict else []
+
+    @property
+    def graphs(self) -> list[CapturedGraph]:
+        """One graph per distinct shape of backward in which a watched tensor got no gradient."""
+        verdict = self._current()
+        return list(verdict.graphs) if verdict else []
+
+    @property
+    def unmatched_patterns(self) -> list[str]:
+        verdict = self._current()
+        return list(verdict.unmatched) if verdict else []
+
+    @property
+    def watched_names(self) -> list[str]:
+        verdict = self._current()
+        return list(verdict.names) if verdict else []
+
+    @property
+    def backward_count(self) -> int:
+        return self._state.backward_count if self._state is not None else 0
+
+    def findings_for(self, tensor: torch.Tensor) -> list[Finding]:
+        """The findings about one tensor object."""
+        if self._state is None:
+            return []
+        verdict = self._current()
+        watched = self._state.registry.get(tensor)
+        if watched is None:
+            return []
+        return [f for f in verdict.findings if f.tensor == watched.name]
+
+    def report(self, *, color: bool = False, max_findings: int | None = None, verbose: bool = False) -> str:
+        """The human report: a summary line, then each missing gradient's causes with file:line and fix."""
+        from gradcheck_l2c.report import format_report
+
+        return format_report(self.findings, self.watched, color=color, max_findings=max_findings,
+                             verbose=verbose)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"watched": [w.to_dict() for w in self.watched], "findings": [f.to_dict() for f in self.findings]}
+
+
+def trace(watch: Any = None, *, record_sites: bool = False) -> Trace:
+    """Start describing a trace: ``with trace(watch=["alpha"]) as t: train()`` or ``@trace()``."""
+    return Trace(watch, record_sites=record_sites)
+
+
+def _mode_stack() -> list[Any]:
+    from torch.overrides import _get_current_function_mode_stack
+
+    return list(_get_current_function_mode_stack())

@@ -13,8 +13,9 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from gradcheck_l2c.locations import library_callers, user_site
+from gradcheck_l2c.locations import caller_is_user, library_callers, user_site
 from gradcheck_l2c.state import TraceState, _op_label, _tensors
+from gradcheck_l2c.taint import TaintedFloat
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
@@ -45,7 +46,7 @@ class Interceptor(TorchFunctionMode):
             if state.pid == os.getpid():
                 state.no_grad_op(func, args, kwargs, out)
             return out
-        if state.taints:
+        if state.taints or (state.taints.floats and _has_tainted_float(args)):
             state.mark(out, state.taint_of_args(args, kwargs))
         if state.snapshots:
             state.check_snapshots(func, args)
@@ -55,7 +56,7 @@ class Interceptor(TorchFunctionMode):
             elif state.record_sites and out.grad_fn is not None:
                 _remember_site(out)
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:
-                state.watch_leaf(out, user_site(1))
+                state.watch_leaf(out, user_site(1), user_leaf=True)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
             dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
             if dead and len(dead) < len(out):
@@ -100,9 +101,9 @@ class Interceptor(TorchFunctionMode):
         out = func(*args, **kwargs)
         tensor = args[0]
         state = self.state
-        if tensor.requires_grad or state.taints:
+        if state.taints:
             label = ".numpy()" if func.__name__ == "numpy" else "np.asarray()"
-            taint = state.cut("numpy", label, [tensor], site=user_site(1))
+            taint = state.relabel(state.taints.get(tensor), "numpy", label, user_site(1))
             if taint is not None:
                 state.taints.set(out, taint)
         return out
@@ -126,7 +127,7 @@ class Interceptor(TorchFunctionMode):
             if event_taint is not None:
                 state.taints.set(out, event_taint)
         if kwargs.get("requires_grad") is True and isinstance(out, Tensor):
-            state.watch_leaf(out, user_site(1))
+            state.watch_leaf(out, user_site(1), user_leaf=True)
         return out
 
     def on_detach(self, func, args, kwargs):
@@ -161,8 +162,7 @@ class Interceptor(TorchFunctionMode):
 
     def on_grad_get(self, func, args, kwargs):
         out = func(*args, **kwargs)
-        if (out is None or self.state.taints or self.state.registry.get(args[0]) is not None) \
-                and user_site(1) is not None and _called_from_user():
+        if caller_is_user(2):
             self.state.grad_read(args[0], out)
         return out
 
@@ -190,8 +190,8 @@ class Interceptor(TorchFunctionMode):
     def on_requires_grad(self, func, args, kwargs):
         out = func(*args, **kwargs)
         tensor = args[0]
-        if tensor.requires_grad and tensor.is_leaf and _called_from_user():
-            self.state.watch_leaf(tensor, user_site(1))
+        if tensor.requires_grad and tensor.is_leaf and caller_is_user(2):
+            self.state.watch_leaf(tensor, user_site(1), user_leaf=True)
         return out
 
     def on_zero_derivative(self, func, args, kwargs):
@@ -227,7 +227,8 @@ class Interceptor(TorchFunctionMode):
             if state.snapshots:
                 state.check_snapshots(func, args)
             out = func(*args, **kwargs)
-            if state.pid == os.getpid():
+            if (state.taints or _any_requires_grad(args, 1) or _any_requires_grad(kwargs.values(), 0)) \
+                    and state.pid == os.getpid():
                 state.no_grad_op(func, args, kwargs, out)
             return out
         if state.snapshots:
@@ -289,15 +290,25 @@ class Interceptor(TorchFunctionMode):
             callback(self.state.backward_count, len(self.state.events))
 
 
+def _has_tainted_float(args: tuple) -> bool:
+    for arg in args:
+        if type(arg) is TaintedFloat:
+            return True
+    return False
+
+
+def _any_requires_grad(values, start: int) -> bool:
+    """Whether any tensor among ``values`` (from index ``start``) requires grad."""
+    for index, value in enumerate(values):
+        if index >= start and isinstance(value, Tensor) and value.requires_grad:
+            return True
+    return False
+
+
 def _remember_site(out: Tensor) -> None:
     site = user_site(2)
     if site is not None:
         out.grad_fn.metadata["gradcheck_site"] = (site.file, site.line)
-
-
-def _called_from_user() -> bool:
-    """True when the attribute access came straight from user code, not from torch itself."""
-    return not library_callers(2)
 
 
 def _backward_roots(func, args, kwargs) -> list[Tensor]:

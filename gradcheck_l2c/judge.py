@@ -26,6 +26,7 @@ class Run:
     state: TraceState
     keys: set[int]
     findings: list[Finding] = field(default_factory=list)
+    optimized: set[int] = field(default_factory=set)
 
     def watched(self) -> list[Watched]:
         return [w for w in self.state.registry.all if w.key in self.keys]
@@ -34,9 +35,15 @@ class Run:
         return self.state.registry.all[key].name
 
     def expected(self, watched: Watched) -> bool:
-        """The user asked for this tensor's gradient: watched it by name or read its ``.grad``."""
-        return watched.explicit or watched.grad_read is not None or (
+        """The user asked for this gradient: by watching it, reading its ``.grad``, or creating it
+        with ``requires_grad=True`` themselves (module parameters require grad by default)."""
+        return watched.explicit or watched.grad_read is not None or watched.user_leaf or (
             self.state.spec.narrowed and watched.key in self.keys)
+
+    def optimized_param(self, watched: Watched) -> bool:
+        """The tensor sits in an optimizer: someone meant it to learn."""
+        tensor = watched.tensor
+        return tensor is not None and id(tensor) in self.optimized
 
     def wants(self, *names: str) -> bool:
         """Whether a finding about these names passes the user's watch patterns."""
@@ -72,24 +79,65 @@ def judge(state: TraceState) -> Verdict:
     registry = state.registry
     registry.resolve_names()
     keys, unmatched = selected(registry, state.spec)
-    run = Run(state, keys)
+    run = Run(state, keys, optimized=_optimized(state))
     by_event: dict[int, Finding] = {}
     for watched in run.watched():
-        if watched.ever_grad or not watched.key in state.missed:
-            continue
         tensor = watched.tensor
         if tensor is not None and not tensor.requires_grad:
             continue
-        for event in ordered_events(state.missed[watched.key].keys()):
-            finding = run.cut_finding(event, watched.name)
+        severity = "error" if run.expected(watched) or run.optimized_param(watched) else "info"
+        if watched.ever_grad:
+            if watched.zero_checks and not watched.nonzero_grad:
+                run.findings.extend(_zero_gradient(run, watched, severity))
+            continue
+        for event in ordered_events(state.missed.get(watched.key, {}).keys()):
+            finding = run.cut_finding(event, watched.name, severity)
             by_event[id(event)] = finding
             run.findings.append(finding)
+    for taint in state.dead_ends:
+        for key, chain in taint.chains.items():
+            if key in keys:
+                run.findings.extend(run.cut_finding(e, run.name(key)) for e in chain)
     for scanner in SCANNERS:
         run.findings.extend(scanner.scan(run))
     graphs = [_captured(state, run, pending, by_event) for pending in state.graphs]
     watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched()]
     names = sorted({w.name for w in registry.all})
-    return Verdict(run.findings, watched, [g for g in graphs if g is not None], unmatched, names)
+    return Verdict(_unique(run.findings), watched, [g for g in graphs if g is not None], unmatched, names)
+
+
+def _optimized(state: TraceState) -> set[int]:
+    members = set()
+    for ref, _ in state.optimizers:
+        optimizer = ref()
+        if optimizer is not None:
+            for group in optimizer.param_groups:
+                members.update(id(p) for p in group["params"])
+    return members
+
+
+def _zero_gradient(run: Run, watched: Watched, severity: str) -> list[Finding]:
+    """A gradient arrived but was all zeros: name the zero-derivative ops on the way, if any."""
+    events = [e for e in run.state.events.for_key(watched.key) if e.kind == "non_differentiable"]
+    if events:
+        return [run.cut_finding(e, watched.name, severity) for e in sorted(events, key=lambda e: e.order)]
+    return [run.finding(
+        "non_differentiable", severity, watched.name, watched.site,
+        f"{watched.name} received a gradient that is all zeros: every path from the loss to it has zero "
+        "derivative (a multiplication by zero, a saturated or masked activation, or a constant output).",
+        "check the ops between it and the loss; if this is expected, leave it out of watch.",
+    )]
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str, str, int]] = set()
+    unique = []
+    for finding in findings:
+        key = (finding.kind, finding.tensor, finding.file, finding.line)
+        if key not in seen:
+            seen.add(key)
+            unique.append(finding)
+    return unique
 
 
 def ordered_events(chains: Any) -> list[Event]:
@@ -154,10 +202,9 @@ def _explain_graphless(state: TraceState, roots: list[torch.Tensor]) -> str | No
         taint = state.taints.merge(taint, state.taints.get(root))
     if taint is None:
         return None
+    state.dead_ends.append(taint)
     lines = ["gradcheck-l2c: this value has no autograd graph because its inputs were cut off:"]
     for key, chain in taint.chains.items():
-        seen = state.missed.setdefault(key, {})
-        seen[chain] = seen.get(chain, 0) + 1
         state.registry.all[key].got_grad = False
         for event in chain:
             lines.append(f"  {event.site}: {event.detail} ({event.kind})")

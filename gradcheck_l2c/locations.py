@@ -75,12 +75,26 @@ def user_frame(depth: int = 1) -> FrameType | None:
     return None
 
 
+_absolute: dict[str, str] = {}
+
+
 def user_site(depth: int = 1) -> Site | None:
     """The file and line of the innermost user frame above the caller."""
     frame = user_frame(depth + 1)
     if frame is None:
         return None
-    return Site(os.path.abspath(frame.f_code.co_filename), frame.f_lineno)
+    filename = frame.f_code.co_filename
+    absolute = _absolute.get(filename)
+    if absolute is None:
+        absolute = _absolute[filename] = os.path.abspath(filename)
+    return Site(absolute, frame.f_lineno)
+
+
+def caller_is_user(depth: int = 1) -> bool:
+    """Whether the frame ``depth`` levels above the caller is user code (one dict lookup)."""
+    filename = sys._getframe(depth + 1).f_code.co_filename
+    kind = _kinds.get(filename)
+    return (kind if kind is not None else frame_kind(filename)) == USER
 
 
 def library_callers(depth: int = 1) -> tuple[str, ...]:

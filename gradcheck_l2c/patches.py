@@ -3,7 +3,8 @@
 - a global parameter-registration hook: names parameters after the module attribute they are set on,
   and notices modules built inside another module's forward;
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
-- ``Optimizer.__init__``: remembers optimizers and where they were built.
+- ``Optimizer.__init__``: remembers optimizers and where they were built;
+- ``torch.from_numpy`` (which torch-function modes do not see): values coming back from NumPy.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class Patches:
         self._undo.append(handle.remove)
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
+        self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
 
     def restore(self) -> None:
         while self._undo:
@@ -48,7 +50,8 @@ class Patches:
         frame = user_frame(1)
         outer = inside_forward(frame.f_back if frame is not None else None)
         if outer is not None:
-            state.events.record("module_in_forward", -1, user_site(1), type(module).__name__, outer=outer)
+            if not module._parameters:  # count each new module once, not once per parameter
+                state.events.record("module_in_forward", -1, user_site(1), type(module).__name__, outer=outer)
             return
         state.registry.add_module(module)
         state.watch_leaf(param, user_site(1), owner=(module, name))
@@ -75,3 +78,18 @@ class Patches:
             state.optimizers.append((weakref.ref(optimizer), user_site(1)))
 
         return init
+
+    def _from_numpy(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+
+        def from_numpy(array: Any) -> torch.Tensor:
+            tensor = original(array)
+            taint = state.taints.get(array)
+            if taint is not None:
+                site = user_site(1)
+                events = {k: state.events.record("tensor_rewrap", k, site, "torch.from_numpy()")
+                          for k in taint.chains}
+                state.taints.set(tensor, state.taints.extend(taint, events))
+            return tensor
+
+        return from_numpy

@@ -55,7 +55,8 @@ class TraceState:
     backward_count: int = 0
     reached_now: list[int] = field(default_factory=list)
     missed: dict[int, dict[Chain, int]] = field(default_factory=dict)
-    read_missing: list[tuple[Site | None, str, Taint | None]] = field(default_factory=list)
+    read_missing: list[tuple[Site | None, str, bool, Any]] = field(default_factory=list)
+    dead_ends: list[Taint] = field(default_factory=list)  # values whose every path was cut
     snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
     optimizers: list[tuple[weakref.ref, Site | None]] = field(default_factory=list)
     inplace_log: deque = field(default_factory=lambda: deque(maxlen=256))
@@ -67,11 +68,16 @@ class TraceState:
     # ---- watching -------------------------------------------------------------------------
 
     def watch_leaf(self, tensor: Tensor, site: Site | None, owner: tuple[nn.Module, str] | None = None,
-                   explicit: bool = False) -> None:
-        """Watch a leaf that requires grad; a post-accumulate hook tells when it gets a gradient."""
+                   explicit: bool = False, user_leaf: bool = False) -> None:
+        """Watch a leaf that requires grad; a post-accumulate hook tells when it gets a gradient.
+
+        ``user_leaf``: user code asked for this leaf's gradient by creating it with
+        ``requires_grad=True`` — unlike module parameters, which require grad by default.
+        """
         if not (tensor.requires_grad and tensor.is_leaf):
             return
         watched = self.registry.add(tensor, site, owner=owner, explicit=explicit)
+        watched.user_leaf = watched.user_leaf or user_leaf
         if watched.hook is None:
             reached = self.reached_now
             key = watched.key
@@ -190,6 +196,19 @@ class TraceState:
             return inherited
         return self.taints.merge(fresh(new), _without(inherited, new))
 
+    def relabel(self, taint: Taint | None, kind: str, label: str, site: Site | None) -> Taint | None:
+        """A cut made on this very line (``x.detach().numpy()``) is reported as the later step's kind."""
+        if taint is None:
+            return None
+        chains = {}
+        for key, chain in taint.chains.items():
+            last = chain[-1]
+            if last.site == site and last.kind in ("detach", "data_attr"):
+                event = self.events.record(kind, key, site, last.detail + label, source=last.source)
+                chain = chain[:-1] + (event,)
+            chains[key] = chain
+        return Taint(chains)
+
     def reenter(self, kind: str, detail: str, sources: list[Any], targets: list[Tensor],
                 site: Site | None = None) -> None:
         """Values come back in as a leaf (``load_state_dict``, ``copy_`` into a parameter, ...).
@@ -225,11 +244,15 @@ class TraceState:
     def no_grad_op(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         """An op ran with grad disabled: inputs with history to watched tensors are cut here."""
         inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
+        if not inputs and not self.taints:
+            return
+        name = getattr(func, "__name__", "")
+        inplace = name.endswith("_") and not name.endswith("__")
+        targets = _inplace_targets(args) if inplace else []
+        if not self.taints and len(inputs) == len(targets) and all(a is b for a, b in zip(inputs, targets)):
+            return  # an in-place update of a leaf from values without history: an optimizer step
         taint = self.taint_of_args(args, kwargs)
         if inputs:
-            name = getattr(func, "__name__", "")
-            inplace = name.endswith("_") and not name.endswith("__")
-            targets = _inplace_targets(args) if inplace else []
             exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
             reach_any = any(self.reach(t) - exclude for t in inputs)
             if reach_any and not any("/torch/optim/" in f for f in _library_files()):
@@ -321,10 +344,13 @@ class TraceState:
         if watched is not None:
             watched.grad_read = watched.grad_read or site
             return
-        frame = user_frame(2)
-        name = _variable_name(frame, tensor) if frame is not None else None
-        self.read_missing.append((site, name or "tensor", self.taints.get(tensor), tensor.is_leaf,
-                                  tensor.grad_fn))
+        taint = self.taints.get(tensor)
+        if tensor.is_leaf and taint is not None:
+            self.dead_ends.append(taint)
+        elif not tensor.is_leaf:
+            frame = user_frame(2)
+            name = _variable_name(frame, tensor) if frame is not None else None
+            self.read_missing.append((site, name or "tensor", tensor.is_leaf, tensor.grad_fn))
 
     # ---- state_dict snapshots -----------------------------------------------------------------
 

@@ -33,7 +33,7 @@ class TaintedFloat(float):
     It pickles, copies and prints as a plain float, so traced programs behave the same.
     """
 
-    __slots__ = ("taint",)
+    __slots__ = ("taint", "__weakref__")
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (float, (float(self),))
@@ -46,11 +46,18 @@ class TaintStore:
 
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[weakref.ref, Taint]] = {}
+        self._floats: dict[int, weakref.ref] = {}
         self._merges: dict[tuple[int, int], tuple[Taint, Taint, Taint]] = {}
         self._extensions: dict[tuple[int, int], tuple[Taint, Event, Taint]] = {}
 
     def __bool__(self) -> bool:
+        """Whether any live tensor or array carries a taint (the interceptor's slow-path switch)."""
         return bool(self._by_id)
+
+    @property
+    def floats(self) -> bool:
+        """Whether any tainted Python number is alive."""
+        return bool(self._floats)
 
     def get(self, obj: Any) -> Taint | None:
         if type(obj) is TaintedFloat:
@@ -111,6 +118,8 @@ class TaintStore:
     def tainted_float(self, value: float, taint: Taint) -> TaintedFloat:
         result = TaintedFloat(value)
         result.taint = taint
+        floats, key = self._floats, id(result)
+        floats[key] = weakref.ref(result, lambda _, key=key: floats.pop(key, None))
         return result
 
 

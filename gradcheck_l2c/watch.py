@@ -29,6 +29,7 @@ class Watched:
     site: Site | None
     is_parameter: bool
     explicit: bool = False
+    user_leaf: bool = False
     owner: tuple[weakref.ref, str] | None = None  # (module, attribute) it was registered on
     variable: str | None = None
     name: str = ""

@@ -1,4 +1,4 @@
-"""`non_leaf_watched`: user code read ``.grad`` of a non-leaf, or of a tensor rebuilt from a cut."""
+"""`non_leaf_watched`: user code read ``.grad`` of a non-leaf tensor, which backward never fills."""
 from __future__ import annotations
 
 from gradcheck_l2c.records import Finding
@@ -7,12 +7,12 @@ KIND = "non_leaf_watched"
 
 
 def scan(run) -> list[Finding]:
-    from gradcheck_l2c.judge import leaf_names, node_site, ordered_events
+    from gradcheck_l2c.judge import leaf_names, node_site
 
     found = []
     seen = set()
-    for site, name, taint, is_leaf, grad_fn in run.state.read_missing:
-        if (site, name) in seen:
+    for site, name, is_leaf, grad_fn in run.state.read_missing:
+        if (site, name) in seen or not run.wants(name):
             continue
         seen.add((site, name))
         if not is_leaf and grad_fn is not None:
@@ -26,8 +26,4 @@ def scan(run) -> list[Finding]:
                 "read .grad of the leaf tensor (create it on the right device/dtype directly, e.g. "
                 "torch.randn(..., device=device, requires_grad=True)), or call .retain_grad() on this one.",
             ))
-        elif taint is not None:
-            for key, chain in taint.chains.items():
-                for event in ordered_events([chain]):
-                    found.append(run.cut_finding(event, name))
     return found

@@ -22,7 +22,7 @@ def scan(run) -> list[Finding]:
         if tensor is not None and not tensor.requires_grad:
             continue
         expected = run.expected(watched)
-        if not (watched.is_parameter or expected):
+        if not (expected or run.optimized_param(watched)):
             continue
         owner = watched.owner[0]() if watched.owner else None
         site = watched.site or (module_site(owner) if owner is not None else None)

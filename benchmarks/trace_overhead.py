@@ -1,0 +1,86 @@
+"""Traced / untraced time, side by side with anomaly mode, on two training workloads.
+
+Workloads: reference L2C rounds (CNN, conv-bound) and an op-bound MLP (20 x [Linear, LayerNorm,
+GELU], width 64, batch 8). Each configuration runs interleaved in rounds and the median per-step
+time is used, so machine noise hits all of them alike.
+
+    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from contextlib import nullcontext
+from typing import Callable
+
+import torch
+from torch import nn
+
+from gradcheck_l2c import trace
+
+
+def mlp_workload() -> Callable[[], None]:
+    """One optimizer step of the op-bound MLP, logging the loss with .item() as scripts do."""
+    torch.manual_seed(0)
+    layers = [layer for _ in range(20) for layer in (nn.Linear(64, 64), nn.LayerNorm(64), nn.GELU())]
+    model = nn.Sequential(*layers, nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(8, 64), torch.randint(0, 10, (8,))
+    losses: list[float] = []
+
+    def step() -> None:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+
+    return step
+
+
+def l2c_workload() -> Callable[[], None]:
+    """One communication round of the reference L2C on a small synthetic setting."""
+    from reference.l2c import benchmark_round
+
+    return benchmark_round()
+
+
+def measure(step: Callable[[], None], context: Callable[[], object], steps: int) -> float:
+    with context():
+        for _ in range(max(1, steps // 10)):
+            step()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return (time.perf_counter() - start) / steps
+
+
+def anomaly():
+    return torch.autograd.set_detect_anomaly(True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=200, help="MLP steps per measurement")
+    parser.add_argument("--l2c-steps", type=int, default=3, help="L2C rounds per measurement")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    workloads = [("MLP 20x[Linear,LayerNorm,GELU]", mlp_workload(), args.steps),
+                 ("reference L2C (CNN)", l2c_workload(), args.l2c_steps)]
+    contexts = {"untraced": nullcontext, "traced": trace, "anomaly": anomaly}
+    print(f"{'workload':34} {'untraced':>10} {'traced':>8} {'anomaly':>8}")
+    for name, step, steps in workloads:
+        times: dict[str, list[float]] = {label: [] for label in contexts}
+        for _ in range(args.rounds):
+            for label, context in contexts.items():
+                times[label].append(measure(step, context, steps))
+        base = statistics.median(times["untraced"])
+        traced = statistics.median(times["traced"]) / base
+        slow = statistics.median(times["anomaly"]) / base
+        print(f"{name:34} {base * 1e3:8.2f}ms {traced:7.2f}x {slow:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Shared helpers: run a snippet of user code from a real file under the tracer."""
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gradcheck_l2c.tracer import Trace, trace
+
+_MARK = re.compile(r"#\s*<-\s*(\w+)")
+
+
+class Snippet:
+    """A user script written to disk, with the lines marked ``# <- kind`` remembered."""
+
+    def __init__(self, path: Path, code: str) -> None:
+        self.path = path
+        self.code = textwrap.dedent(code)
+        path.write_text(self.code)
+        self.marks: dict[str, list[int]] = {}
+        for number, line in enumerate(self.code.splitlines(), start=1):
+            for kind in _MARK.findall(line):
+                self.marks.setdefault(kind, []).append(number)
+
+    def line(self, kind: str) -> int:
+        (number,) = self.marks[kind]
+        return number
+
+    def run(self, watch=None, **kwargs) -> Trace:
+        namespace = {"__name__": "__main__", "__file__": str(self.path)}
+        with trace(watch=watch, **kwargs) as t:
+            exec(compile(self.code, str(self.path), "exec"), namespace)
+        t.namespace = namespace
+        return t
+
+
+@pytest.fixture
+def snippet(tmp_path):
+    """``snippet(code)`` writes the code to ``train.py`` and returns a `Snippet` to run."""
+    counter = iter(range(1000))
+
+    def make(code: str) -> Snippet:
+        return Snippet(tmp_path / f"train_{next(counter)}.py", code)
+
+    return make

@@ -1,0 +1,464 @@
+"""Every kind of cut: a small training snippet that triggers it, and a corrected twin that stays silent.
+
+Assertions are on ``kind``, ``line`` and ``tensor`` of the findings, not on message wording.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+PRELUDE = """
+import numpy as np
+import torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+"""
+
+
+def program(code: str) -> str:
+    return PRELUDE + textwrap.dedent(code)
+
+
+def problems(t, severity=("error", "warning")):
+    return [f for f in t.findings if f.severity in severity]
+
+
+def kinds_at(t, tensor):
+    return [(f.kind, f.line) for f in t.findings if f.tensor == tensor]
+
+
+CASES = {
+    "item": (
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        scale = w[0].item()  # <- item
+        loss = F.cross_entropy(model(x) * scale, y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        print("w0", w[0].item())
+        loss = F.cross_entropy(model(x) * w[0], y)
+        loss.backward()
+        """,
+        "alpha",
+    ),
+    "numpy": (
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        weights = torch.softmax(alpha, 0).detach().numpy()  # <- numpy
+        loss = F.cross_entropy(model(x) * torch.from_numpy(weights), y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        weights = torch.softmax(alpha, 0)
+        np.save("/dev/null", weights.detach().numpy())
+        loss = F.cross_entropy(model(x) * weights, y)
+        loss.backward()
+        """,
+        "alpha",
+    ),
+    "tensor_rewrap": (
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        stacked = torch.tensor([w[0], w[1], w[2]])  # <- tensor_rewrap
+        loss = F.cross_entropy(model(x) * stacked, y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        stacked = torch.stack([w[0], w[1], w[2]])
+        loss = F.cross_entropy(model(x) * stacked, y)
+        loss.backward()
+        """,
+        "alpha",
+    ),
+    "detach": (
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0).detach()  # <- detach
+        loss = F.cross_entropy(model(x) * w, y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        metric = w.detach().max()
+        loss = F.cross_entropy(model(x) * w, y)
+        loss.backward()
+        """,
+        "alpha",
+    ),
+    "data_attr": (
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0).data  # <- data_attr
+        loss = F.cross_entropy(model(x) * w, y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        loss = F.cross_entropy(model(x) * w, y)
+        loss.backward()
+        """,
+        "alpha",
+    ),
+    "no_grad": (
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        with torch.no_grad():
+            w = torch.softmax(alpha, 0)  # <- no_grad
+        loss = F.cross_entropy(model(x) * w, y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        loss = F.cross_entropy(model(x) * w, y)
+        loss.backward()
+        with torch.no_grad():
+            accuracy = (model(x) * w).argmax(1).eq(y).float().mean()
+        """,
+        "alpha",
+    ),
+    "state_dict_reload": (
+        """
+        alpha = torch.zeros(2, requires_grad=True)
+        model = nn.Linear(4, 3)
+        a, b = nn.Linear(4, 3), nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        mixed = {k: w[0] * a.state_dict()[k] + w[1] * b.state_dict()[k] for k in a.state_dict()}
+        model.load_state_dict(mixed)  # <- state_dict_reload
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(2, requires_grad=True)
+        model = nn.Linear(4, 3)
+        a, b = nn.Linear(4, 3), nn.Linear(4, 3)
+        w = torch.softmax(alpha, 0)
+        mixed = {k: w[0] * a.state_dict()[k] + w[1] * b.state_dict()[k] for k in a.state_dict()}
+        loss = F.cross_entropy(torch.func.functional_call(model, mixed, (x,)), y)
+        loss.backward()
+        """,
+        "alpha",
+    ),
+    "new_parameter": (
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        scale = nn.Parameter(torch.softmax(alpha, 0) * 3)  # <- new_parameter
+        loss = F.cross_entropy(model(x) * scale, y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        scale = torch.softmax(alpha, 0) * 3
+        loss = F.cross_entropy(model(x) * scale, y)
+        loss.backward()
+        """,
+        "alpha",
+    ),
+    "non_differentiable": (
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        pick = torch.softmax(alpha + torch.arange(3.0), 0).argmax()  # <- non_differentiable
+        loss = F.cross_entropy(model(x) * (1.0 + pick), y)
+        loss.backward()
+        """,
+        """
+        alpha = torch.zeros(3, requires_grad=True)
+        model = nn.Linear(4, 3)
+        soft = torch.softmax(alpha + torch.arange(3.0), 0)
+        loss = F.cross_entropy(model(x) * (1.0 + soft), y)
+        loss.backward()
+        """,
+        "alpha",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_cut_is_found_at_its_line(snippet, kind):
+    buggy, _, tensor = CASES[kind]
+    script = snippet(program(buggy))
+    t = script.run()
+    assert (kind, script.line(kind)) in kinds_at(t, tensor), t.findings
+    mine = [f for f in t.findings if f.tensor == tensor]
+    assert mine[0].kind == kind and mine[0].severity == "error"
+    assert mine[0].file == str(script.path) and mine[0].code and mine[0].fix
+    assert {w.name: w.got_grad for w in t.watched}[tensor] is False
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_corrected_twin_is_silent(snippet, kind):
+    _, fixed, tensor = CASES[kind]
+    t = snippet(program(fixed)).run()
+    assert problems(t) == []
+    assert {w.name: w.got_grad for w in t.watched}[tensor] is True
+
+
+def test_zero_derivative_op_explains_an_all_zero_gradient(snippet):
+    script = snippet(program("""
+    alpha = torch.full((3,), 0.3, requires_grad=True)
+    model = nn.Linear(4, 3)
+    steps = torch.round(alpha * 4)  # <- round
+    loss = F.cross_entropy(model(x) * steps, y)
+    loss.backward()
+    print(alpha.grad)
+    """))
+    t = script.run()
+    found = [f for f in t.findings if f.tensor == "alpha"]
+    assert [(f.kind, f.line) for f in found] == [("non_differentiable", script.line("round"))]
+
+
+def test_chain_is_listed_in_flow_order(snippet):
+    script = snippet(program("""
+    alpha = torch.zeros(2, requires_grad=True)
+    model, a, b = nn.Linear(4, 3), nn.Linear(4, 3), nn.Linear(4, 3)
+    w = torch.softmax(alpha, 0)
+    w0, w1 = w[0].item(), w[1].item()  # <- item
+    mixed = {k: w0 * a.state_dict()[k] + w1 * b.state_dict()[k] for k in a.state_dict()}
+    model.load_state_dict(mixed)  # <- reload
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    """))
+    t = script.run()
+    assert kinds_at(t, "alpha") == [("item", script.line("item")), ("state_dict_reload", script.line("reload"))]
+
+
+def test_no_grad_rebinding_is_explained_when_backward_fails(snippet):
+    script = snippet(program("""
+    w = torch.randn(4, 3, requires_grad=True)
+    for step in range(2):
+        loss = F.cross_entropy(x @ w, y)
+        loss.backward()
+        with torch.no_grad():
+            w = w - 0.1 * w.grad  # <- no_grad
+    """))
+    with pytest.raises(RuntimeError, match="does not require grad") as error:
+        script.run()
+    note = "\n".join(getattr(error.value, "__notes__", []))
+    assert f"{script.path.name}:{script.line('no_grad')}" in note
+
+
+def test_no_grad_rebinding_is_named_where_grad_is_read(snippet):
+    script = snippet(program("""
+    w = torch.randn(4, 3, requires_grad=True)
+    loss = F.cross_entropy(x @ w, y)
+    loss.backward()
+    with torch.no_grad():
+        w = w - 0.1 * w.grad  # <- no_grad
+    loss = F.cross_entropy(x @ w, y) + F.cross_entropy(x @ torch.ones(4, 3, requires_grad=True), y)
+    loss.backward()
+    print(w.grad)
+    """))
+    t = script.run()
+    assert ("no_grad", script.line("no_grad")) in [(f.kind, f.line) for f in t.findings if f.severity == "error"]
+
+
+def test_unused_parameter_names_the_submodule(snippet):
+    script = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 3)
+            self.head = nn.Linear(3, 3)  # <- head
+        def forward(self, x):
+            return self.body(x)
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    """))
+    t = script.run()
+    found = {(f.kind, f.tensor, f.line) for f in t.findings}
+    assert ("unused_parameter", "Net.head.weight", script.line("head")) in found
+    assert all(f.severity == "warning" for f in t.findings)
+    explicit = script.run(watch=["*.head.*"])
+    assert {f.severity for f in explicit.findings} == {"error"}
+
+
+def test_non_parameter_tensor_and_its_registered_twin(snippet):
+    buggy = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+            self.scale = torch.ones(3, requires_grad=True)  # <- attr
+            self.extra = [nn.Parameter(torch.ones(3))]  # <- list
+        def forward(self, x):
+            return self.fc(x) * self.scale * self.extra[0]
+    model = Net()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    """))
+    t = buggy.run()
+    found = {(f.kind, f.tensor, f.line) for f in t.findings}
+    assert ("non_parameter_tensor", "Net.scale", buggy.line("attr")) in found
+    assert ("non_parameter_tensor", "Net.extra", buggy.line("list")) in found
+    fixed = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+            self.scale = nn.Parameter(torch.ones(3))
+            self.extra = nn.ParameterList([nn.Parameter(torch.ones(3))])
+        def forward(self, x):
+            return self.fc(x) * self.scale * self.extra[0]
+    model = Net()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    """))
+    assert problems(fixed.run()) == []
+
+
+def test_module_built_in_forward(snippet):
+    buggy = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+        def forward(self, x):
+            head = nn.Linear(3, 3)  # <- built
+            return head(self.fc(x))
+    model = Net()
+    for _ in range(3):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+    """))
+    t = buggy.run()
+    found = [f for f in t.findings if f.kind == "module_in_forward"]
+    assert [(f.line, f.count) for f in found] == [(buggy.line("built"), 3)]
+    assert "Net" in found[0].tensor and found[0].severity == "error"
+
+
+def test_non_leaf_watched_names_the_conversion(snippet):
+    script = snippet(program("""
+    w = torch.randn(4, 3, dtype=torch.float64, requires_grad=True).float()  # <- made
+    loss = F.cross_entropy(x @ w, y)
+    loss.backward()
+    print(w.grad)  # <- read
+    """))
+    t = script.run()
+    found = [f for f in t.findings if f.kind == "non_leaf_watched"]
+    assert [(f.tensor, f.line) for f in found] == [("w", script.line("read"))]
+    assert f"{script.path.name}:{script.line('made')}" in found[0].message
+
+
+def test_inplace_saved_error_is_enriched_with_both_lines(snippet):
+    script = snippet(program("""
+    w = torch.randn(4, 3, requires_grad=True)
+    h = (x @ w).exp()
+    out = h * 2
+    h.add_(1)  # <- inplace
+    out.sum().backward()
+    """))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation") as error:
+        script.run()
+    note = "\n".join(getattr(error.value, "__notes__", []))
+    assert f"{script.path.name}:{script.line('inplace')}" in note
+
+
+def test_state_dict_alias_and_a_real_copy(snippet):
+    buggy = snippet(program("""
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.state_dict().copy()
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    change = {k: model.state_dict()[k] - before[k] for k in before}  # <- alias
+    """))
+    t = buggy.run()
+    assert [(f.kind, f.line) for f in t.findings] == [("state_dict_alias", buggy.line("alias"))]
+    fixed = snippet(program("""
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    change = {k: model.state_dict()[k] - before[k] for k in before}
+    """))
+    assert fixed.run().findings == []
+
+
+def test_optimizer_membership(snippet):
+    buggy = snippet(program("""
+    model = nn.Linear(4, 3)
+    alpha = nn.Parameter(torch.zeros(3))
+    model.register_parameter("alpha", alpha)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    adam = torch.optim.Adam([model.alpha], lr=0.1)  # <- second
+    loss = F.cross_entropy(model(x) + model.alpha, y)
+    loss.backward()
+    sgd.step(); adam.step()
+    """))
+    found = [(f.kind, f.tensor, f.line) for f in buggy.run().findings]
+    assert found == [("optimizer", "Linear.alpha", buggy.line("second"))]
+    fixed = snippet(program("""
+    model = nn.Linear(4, 3)
+    alpha = nn.Parameter(torch.zeros(3))
+    model.register_parameter("alpha", alpha)
+    sgd = torch.optim.SGD([model.weight, model.bias], lr=0.1)
+    adam = torch.optim.Adam([model.alpha], lr=0.1)
+    loss = F.cross_entropy(model(x) + model.alpha, y)
+    loss.backward()
+    sgd.step(); adam.step()
+    """))
+    assert fixed.run().findings == []
+
+
+def test_normal_training_idioms_are_silent(snippet):
+    script = snippet(program("""
+    import copy
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    frozen = nn.Linear(4, 3).requires_grad_(False)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    model.load_state_dict(copy.deepcopy(model.state_dict()))
+    total = 0.0
+    for epoch in range(3):
+        optimizer.zero_grad()
+        out = model(x) + frozen(x)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+        acc = (out.detach().argmax(1) == y).float().mean().item()
+        with torch.no_grad():
+            val = F.cross_entropy(model(x), y).item()
+    best = copy.deepcopy(model.state_dict())
+    model.load_state_dict(best)
+    """))
+    assert script.run().findings == []
+
+
+def test_watch_patterns_narrow_and_report_unmatched(snippet):
+    script = snippet(program(CASES["detach"][0]))
+    t = script.run(watch=["alpha", "nothing_*"])
+    assert {f.tensor for f in t.findings} == {"alpha"}
+    assert t.unmatched_patterns == ["nothing_*"]
+    assert "alpha" in t.watched_names

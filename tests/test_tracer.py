@@ -1,0 +1,153 @@
+"""The tracer's promises: it restores everything, refuses nesting, can be switched off, and never
+changes what the traced program computes."""
+from __future__ import annotations
+
+import copy
+import pickle
+import subprocess
+import sys
+import threading
+
+import pytest
+import torch
+from torch import nn
+from torch.overrides import _get_current_function_mode_stack
+
+import gradcheck_l2c
+from gradcheck_l2c import NestedTraceError, trace
+from gradcheck_l2c.tracer import active_trace
+
+
+def installed_state():
+    """Everything a trace patches, as identities to compare before and after."""
+    from torch.nn.modules import module
+
+    return (
+        len(_get_current_function_mode_stack()),
+        nn.Parameter.__dict__["__new__"],
+        torch.optim.Optimizer.__dict__["__init__"],
+        torch.from_numpy,
+        dict(module._global_parameter_registration_hooks),
+    )
+
+
+def small_training(steps: int = 3) -> tuple[nn.Module, list[float]]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+@pytest.mark.parametrize("ending", [ValueError, SystemExit, KeyboardInterrupt])
+def test_everything_is_restored_however_the_code_ends(ending):
+    before = installed_state()
+    with pytest.raises(ending):
+        with trace():
+            assert active_trace() is not None
+            assert installed_state() != before
+            small_training(1)
+            raise ending(3)
+    assert installed_state() == before
+    assert active_trace() is None
+
+
+def test_watched_tensors_lose_their_hooks_on_exit():
+    model = nn.Linear(2, 2)
+    with trace(watch=model):
+        model(torch.randn(1, 2)).sum().backward()
+    assert all(not p._post_accumulate_grad_hooks for p in model.parameters())
+
+
+def test_nested_trace_is_refused_and_outer_survives():
+    with trace() as outer:
+        with pytest.raises(NestedTraceError, match="already running"):
+            with trace():
+                pass
+        assert active_trace() is outer
+    assert active_trace() is None
+
+
+def test_decorator_traces_each_call():
+    tracer = trace(watch=["alpha"])
+
+    @tracer
+    def step():
+        alpha = torch.zeros(2, requires_grad=True)
+        weight = torch.softmax(alpha, 0)[0].item()
+        (torch.ones(2, requires_grad=True) * weight).sum().backward()
+        return alpha
+
+    step()
+    assert [f.kind for f in tracer.findings] == ["item"]
+    assert step.__name__ == "step"
+
+
+def test_disabled_by_environment(monkeypatch):
+    monkeypatch.setenv("GRADCHECK_L2C_DISABLED", "1")
+    before = installed_state()
+    with trace() as t:
+        assert installed_state() == before
+        alpha = torch.zeros(2, requires_grad=True)
+        (torch.ones(2, requires_grad=True) * alpha.sum().item()).sum().backward()
+    assert t.findings == [] and t.watched == []
+
+
+def test_results_are_bitwise_identical():
+    _, plain_losses = small_training()
+    model_plain, _ = small_training()
+    with trace():
+        model_traced, traced_losses = small_training()
+    assert plain_losses == traced_losses
+    for a, b in zip(model_plain.parameters(), model_traced.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_tainted_numbers_behave_and_pickle_as_floats():
+    with trace():
+        alpha = torch.zeros(2, requires_grad=True)
+        value = torch.softmax(alpha, 0)[0].item()
+    assert value == 0.5 and isinstance(value, float) and repr(value) == "0.5"
+    restored = pickle.loads(pickle.dumps(value))
+    assert type(restored) is float and restored == 0.5
+    assert type(copy.copy(value)) is float and type(value + 1) is float
+
+
+def test_importing_the_package_imports_nothing_heavy():
+    code = "import sys, gradcheck_l2c; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    assert gradcheck_l2c.__version__
+
+
+def test_threads_and_dataloader_workers_run_under_a_trace():
+    dataset = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randint(0, 3, (32,)))
+    loader = torch.utils.data.DataLoader(dataset, batch_size=8, num_workers=2)
+    model = nn.Linear(4, 3)
+    results = []
+    with trace() as t:
+        worker = threading.Thread(target=lambda: results.append(model(torch.randn(2, 4)).sum().item()))
+        worker.start()
+        for x, y in loader:
+            nn.functional.cross_entropy(model(x), y).backward()
+        worker.join()
+    assert len(results) == 1 and t.backward_count == 4
+    assert [w.got_grad for w in t.watched] == [True, True]
+    assert t.findings == []
+
+
+def test_findings_are_json_ready():
+    with trace() as t:
+        alpha = torch.zeros(2, requires_grad=True)
+        (torch.ones(2, requires_grad=True) * torch.softmax(alpha, 0)[0].item()).sum().backward()
+    document = t.to_json()
+    assert document["findings"][0]["kind"] == "item"
+    assert document["findings"][0]["line"] > 0
+    assert {w["name"]: w["got_grad"] for w in document["watched"]}["alpha"] is False

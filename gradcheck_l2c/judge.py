@@ -107,13 +107,7 @@ def judge(state: TraceState) -> Verdict:
 
 
 def _optimized(state: TraceState) -> set[int]:
-    members = set()
-    for ref, _ in state.optimizers:
-        optimizer = ref()
-        if optimizer is not None:
-            for group in optimizer.param_groups:
-                members.update(id(p) for p in group["params"])
-    return members
+    return {id(p) for record in state.optimizers for p in (ref() for ref in record.params) if p is not None}
 
 
 def _zero_gradient(run: Run, watched: Watched, severity: str) -> list[Finding]:

@@ -17,7 +17,7 @@ from torch.nn.modules import module as module_hooks
 
 from gradcheck_l2c.detectors.module_in_forward import inside_forward
 from gradcheck_l2c.locations import user_frame, user_site
-from gradcheck_l2c.state import TraceState
+from gradcheck_l2c.state import OptimizerRecord, TraceState
 
 
 class Patches:
@@ -75,7 +75,8 @@ class Patches:
 
         def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
             original(optimizer, *args, **kwargs)
-            state.optimizers.append((weakref.ref(optimizer), user_site(1)))
+            params = [weakref.ref(p) for group in optimizer.param_groups for p in group["params"]]
+            state.optimizers.append(OptimizerRecord(type(optimizer).__name__, user_site(1), params))
 
         return init
 

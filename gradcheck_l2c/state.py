@@ -15,13 +15,16 @@ import torch
 from torch import nn
 
 from gradcheck_l2c import graph
+from gradcheck_l2c.detectors import non_parameter_tensor
 from gradcheck_l2c.events import Event, EventLog
 from gradcheck_l2c.locations import USER, Site, frame_kind, library_callers, user_frame, user_site
 from gradcheck_l2c.taint import Chain, Taint, TaintStore, fresh
-from gradcheck_l2c.watch import WatchRegistry, WatchSpec
+from gradcheck_l2c.watch import WatchRegistry, WatchSpec, owner_of
 
 Tensor = torch.Tensor
 _REACH = "gradcheck_reach"
+#: Kinds where constant values come back in as leaves; a second one on the same route adds nothing.
+REENTRIES = ("state_dict_reload", "new_parameter", "tensor_rewrap")
 MAX_GRAPHS = 8
 
 
@@ -32,6 +35,18 @@ class Snapshot:
     key: int
     site: Site | None
     version: int
+
+
+@dataclass
+class OptimizerRecord:
+    """An optimizer built during the trace: its class, where, and which tensors it was given."""
+
+    name: str
+    site: Site | None
+    params: list[weakref.ref]
+
+    def holds(self, tensor: Tensor) -> bool:
+        return any(ref() is tensor for ref in self.params)
 
 
 @dataclass
@@ -57,8 +72,9 @@ class TraceState:
     missed: dict[int, dict[Chain, int]] = field(default_factory=dict)
     read_missing: list[tuple[Site | None, str, bool, Any]] = field(default_factory=list)
     dead_ends: list[Taint] = field(default_factory=list)  # values whose every path was cut
+    unregistered: dict[tuple[str, str], tuple[Site | None, str]] = field(default_factory=dict)
     snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
-    optimizers: list[tuple[weakref.ref, Site | None]] = field(default_factory=list)
+    optimizers: list[OptimizerRecord] = field(default_factory=list)
     inplace_log: deque = field(default_factory=lambda: deque(maxlen=256))
     error_notes: list[Event] = field(default_factory=list)
     graphs: list[PendingGraph] = field(default_factory=list)
@@ -100,6 +116,8 @@ class TraceState:
                             watched.variable = name
             frame = frame.f_back
         self.adopt_attributes()
+        registry.resolve_names()
+        non_parameter_tensor.collect(self)
 
     def adopt_attributes(self) -> None:
         """Name watched non-parameter tensors after the module attribute that holds them."""
@@ -109,7 +127,7 @@ class TraceState:
                 if isinstance(value, Tensor) and not attr.startswith("_"):
                     watched = registry.get(value)
                     if watched is not None and watched.owner is None:
-                        watched.owner = (weakref.ref(module), attr)
+                        watched.owner = owner_of(module, attr)
 
     # ---- reachability ---------------------------------------------------------------------
 
@@ -232,12 +250,12 @@ class TraceState:
         if site is None:
             site = user_site(2)
         target_key = next(iter(own), None)
-        events: dict[int, Event] = {}
-        for key in live | set(inherited.chains if inherited else ()):
-            events[key] = self.events.record(kind, key, site, detail, target=target_key)
+        onward = [k for k, c in inherited.chains.items() if c[-1].kind not in REENTRIES] if inherited else []
+        events = {key: self.events.record(kind, key, site, detail, target=target_key)
+                  for key in live.union(onward)}
         result = fresh({k: events[k] for k in live})
         if inherited is not None:
-            result = self.taints.merge(result, self.taints.extend(inherited, events))
+            result = self.taints.merge(result, self.taints.extend(inherited, {k: events[k] for k in onward}))
         for target in targets:
             self.taints.set(target, result)
 

@@ -30,7 +30,7 @@ class Watched:
     is_parameter: bool
     explicit: bool = False
     user_leaf: bool = False
-    owner: tuple[weakref.ref, str] | None = None  # (module, attribute) it was registered on
+    owner: tuple[weakref.ref, str, str] | None = None  # (module, attribute, module class) it sits on
     variable: str | None = None
     name: str = ""
     aliases: tuple[str, ...] = ()
@@ -107,7 +107,7 @@ class WatchRegistry:
         if existing is not None:
             existing.explicit = existing.explicit or explicit
             if owner is not None and existing.owner is None:
-                existing.owner = (weakref.ref(owner[0]), owner[1])
+                existing.owner = owner_of(*owner)
             return existing
         key = len(self.all)
         by_id = self.by_id
@@ -125,7 +125,7 @@ class WatchRegistry:
             site=site,
             is_parameter=isinstance(tensor, nn.Parameter),
             explicit=explicit,
-            owner=(weakref.ref(owner[0]), owner[1]) if owner else None,
+            owner=owner_of(*owner) if owner else None,
         )
         self.all.append(watched)
         by_id[ident] = watched
@@ -173,10 +173,11 @@ class WatchRegistry:
         for watched in self.all:
             tensor = watched.ref()
             names = qualified.get(id(tensor), []) if tensor is not None else []
+            if tensor is None and watched.name:
+                continue  # gone with its module: keep the name it had while alive
             if not names and watched.owner is not None:
-                module = watched.owner[0]()
-                owner_name = type(module).__name__ if module is not None else "module"
-                names = [f"{owner_name}.{watched.owner[1]}", watched.owner[1]]
+                _, attr, owner_name = watched.owner
+                names = [f"{owner_name}.{attr}", attr]
             if watched.variable:
                 names = names + [watched.variable] if names else [watched.variable]
             if not names:
@@ -185,6 +186,11 @@ class WatchRegistry:
             if not watched.name or tensor is not None:
                 watched.name = names[0]
             watched.aliases = tuple(dict.fromkeys(names))
+
+
+def owner_of(module: nn.Module, attr: str) -> tuple[weakref.ref, str, str]:
+    """How a watched tensor remembers the module attribute it sits on, even after the module is gone."""
+    return (weakref.ref(module), attr, type(module).__name__)
 
 
 def matches(watched: Watched, pattern: str) -> bool:

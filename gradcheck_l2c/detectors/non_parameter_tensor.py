@@ -1,5 +1,8 @@
 """`non_parameter_tensor`: a module holds a grad-requiring tensor, or Parameters in a plain list/dict,
-that is not registered — so ``parameters()``, ``state_dict``, ``.to()`` and optimizers never see it."""
+that is not registered — so ``parameters()``, ``state_dict``, ``.to()`` and optimizers never see it.
+
+Modules are looked at while they are alive (at the first backward calls and at the end of the trace).
+"""
 from __future__ import annotations
 
 import torch
@@ -11,34 +14,38 @@ from gradcheck_l2c.records import Finding
 KIND = "non_parameter_tensor"
 
 
-def scan(run) -> list[Finding]:
+def collect(state) -> None:
+    """Remember every unregistered grad-requiring attribute of the live modules, with its creation site."""
     from gradcheck_l2c.judge import module_site
 
-    registry = run.state.registry
-    found = []
-    seen: set[tuple[str, str]] = set()
+    registry = state.registry
     for module, _ in registry.live_modules():
         owner = type(module).__name__
         for attr, value in vars(module).items():
-            if attr.startswith("_") or (owner, attr) in seen:
+            if attr.startswith("_") or (owner, attr) in state.unregistered:
                 continue
             problem = _problem(value)
-            if problem is None:
-                continue
-            seen.add((owner, attr))
-            site = _creation_site(registry, value) or module_site(module)
-            name = f"{owner}.{attr}"
-            if problem == "tensor":
-                message = (f"{name} is a tensor with requires_grad=True but not an nn.Parameter: "
-                           "parameters(), state_dict(), .to() and optimizers do not see it.")
-                fix = f"register it: self.{attr} = nn.Parameter(...) (or register_buffer if it should not learn)."
-            else:
-                message = (f"{name} is a plain {type(value).__name__} of Parameters: they are not registered, "
-                           "so parameters(), state_dict(), .to() and optimizers do not see them.")
-                fix = f"use nn.ParameterList / nn.ParameterDict for self.{attr}."
-            if not run.wants(name, attr):
-                continue
-            found.append(run.finding(KIND, "warning", name, site, message, fix))
+            if problem is not None:
+                site = _creation_site(registry, value) or module_site(module)
+                state.unregistered[(owner, attr)] = (site, problem)
+
+
+def scan(run) -> list[Finding]:
+    collect(run.state)
+    found = []
+    for (owner, attr), (site, problem) in run.state.unregistered.items():
+        name = f"{owner}.{attr}"
+        if not run.wants(name, attr):
+            continue
+        if problem == "tensor":
+            message = (f"{name} is a tensor with requires_grad=True but not an nn.Parameter: "
+                       "parameters(), state_dict(), .to() and optimizers do not see it.")
+            fix = f"register it: self.{attr} = nn.Parameter(...) (or register_buffer if it should not learn)."
+        else:
+            message = (f"{name} is a plain {problem} of Parameters: they are not registered, "
+                       "so parameters(), state_dict(), .to() and optimizers do not see them.")
+            fix = f"use nn.ParameterList / nn.ParameterDict for self.{attr}."
+        found.append(run.finding(KIND, "warning", name, site, message, fix))
     return found
 
 
@@ -46,9 +53,9 @@ def _problem(value) -> str | None:
     if isinstance(value, torch.Tensor):
         return "tensor" if value.requires_grad and not isinstance(value, nn.Parameter) else None
     if type(value) in (list, tuple):
-        return "container" if any(isinstance(v, nn.Parameter) for v in value) else None
+        return type(value).__name__ if any(isinstance(v, nn.Parameter) for v in value) else None
     if type(value) is dict:
-        return "container" if any(isinstance(v, nn.Parameter) for v in value.values()) else None
+        return "dict" if any(isinstance(v, nn.Parameter) for v in value.values()) else None
     return None
 
 
@@ -62,9 +69,9 @@ def _creation_site(registry, value):
         watched = registry.get(tensor)
         if watched is not None and watched.site is not None:
             return watched.site
-        site = registry.created.get(id(tensor))
-        if site is not None and site[0]() is tensor:
-            return site[1]
+        created = registry.created.get(id(tensor))
+        if created is not None and created[0]() is tensor:
+            return created[1]
         if tensor.grad_fn is not None:
             for leaf in graph.leaf_tensors([tensor.grad_fn]):
                 watched = registry.get(leaf)

@@ -7,34 +7,30 @@ KIND = "optimizer"
 
 
 def scan(run) -> list[Finding]:
-    optimizers = [(ref(), site) for ref, site in run.state.optimizers]
-    optimizers = [(opt, site) for opt, site in optimizers if opt is not None]
+    optimizers = run.state.optimizers
     if not optimizers:
         return []
-    members: dict[int, list] = {}
-    for opt, site in optimizers:
-        for group in opt.param_groups:
-            for param in group["params"]:
-                members.setdefault(id(param), []).append((opt, site))
     found = []
     for watched in run.watched():
         tensor = watched.tensor
         if tensor is None or not watched.is_parameter:
             continue
-        holders = members.get(id(tensor), [])
+        holders = [record for record in optimizers if record.holds(tensor)]
         if len(holders) >= 2:
-            kinds = " and ".join(type(opt).__name__ for opt, _ in holders)
+            names = " and ".join(record.name for record in holders)
+            attr = watched.name.split(".", 1)[-1]
             found.append(run.finding(
-                KIND, "warning", watched.name, holders[1][1],
-                f"{watched.name} is in {len(holders)} optimizers ({kinds}): each step updates it twice, "
-                "with different rules.",
+                KIND, "warning", watched.name, holders[1].site,
+                f"{watched.name} is in {len(holders)} optimizers ({names}): each step updates it with "
+                "both rules.",
                 f"give each optimizer its own parameters, e.g. "
-                f"[p for n, p in model.named_parameters() if n != '{watched.name.split('.', 1)[-1]}'].",
+                f"[p for n, p in model.named_parameters() if n != '{attr}'] for the first one.",
             ))
         elif not holders and watched.ever_grad and tensor.requires_grad:
             found.append(run.finding(
-                KIND, "warning", watched.name, watched.site or optimizers[0][1],
+                KIND, "warning", watched.name, watched.site or optimizers[0].site,
                 f"{watched.name} gets gradients but is in no optimizer, so it never changes.",
-                f"add it to an optimizer (built after the parameter exists), or freeze it with requires_grad_(False).",
+                "add it to an optimizer (built after the parameter exists), or freeze it with "
+                "requires_grad_(False).",
             ))
     return found

@@ -101,9 +101,15 @@ def judge(state: TraceState) -> Verdict:
     for scanner in SCANNERS:
         run.findings.extend(scanner.scan(run))
     graphs = [_captured(state, run, pending, by_event) for pending in state.graphs]
-    watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched()]
+    watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched() if _trainable(w)]
     names = sorted({w.name for w in registry.all})
     return Verdict(_unique(run.findings), watched, [g for g in graphs if g is not None], unmatched, names)
+
+
+def _trainable(watched: Watched) -> bool:
+    """Frozen since it was watched (``requires_grad_(False)``): no longer expected to get gradients."""
+    tensor = watched.tensor
+    return tensor is None or tensor.requires_grad
 
 
 def _optimized(state: TraceState) -> set[int]:

@@ -16,7 +16,7 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 
 from gradcheck_l2c.detectors.module_in_forward import inside_forward
-from gradcheck_l2c.locations import user_frame, user_site
+from gradcheck_l2c.locations import caller_is_user, user_frame, user_site
 from gradcheck_l2c.state import OptimizerRecord, TraceState
 
 
@@ -66,6 +66,8 @@ class Patches:
             created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site)
             if isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
                 state.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
+            if caller_is_user(1):  # written by the user, not made inside a torch layer
+                state.watch_leaf(param, site, user_leaf=True)
             return param
 
         return new
@@ -75,8 +77,17 @@ class Patches:
 
         def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
             original(optimizer, *args, **kwargs)
-            params = [weakref.ref(p) for group in optimizer.param_groups for p in group["params"]]
-            state.optimizers.append(OptimizerRecord(type(optimizer).__name__, user_site(1), params))
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            record = OptimizerRecord(type(optimizer).__name__, user_site(1), [weakref.ref(p) for p in params],
+                                     weakref.ref(optimizer))
+            for other in state.optimizers:
+                if other.optimizer() is None:
+                    continue
+                for param in params:
+                    key = state.registry.key_of(param)
+                    if key is not None and other.holds(param):
+                        state.events.record("optimizer", key, record.site, record.name, first=other.name)
+            state.optimizers.append(record)
 
         return init
 

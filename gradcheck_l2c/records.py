@@ -59,8 +59,9 @@ class Finding:
 class WatchedTensor:
     """A tensor the tracer judged: its user-facing name, shape, and whether it got a gradient.
 
-    ``got_grad`` is the verdict at the last backward that involved it (``None`` when no
-    backward ever involved it).
+    ``got_grad``: True when the last backward that reached it gave it a gradient; False when it
+    never got one although a loss depended on its values through a cut; ``None`` when no backward
+    involved it.
     """
 
     name: str

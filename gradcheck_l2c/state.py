@@ -44,6 +44,7 @@ class OptimizerRecord:
     name: str
     site: Site | None
     params: list[weakref.ref]
+    optimizer: weakref.ref
 
     def holds(self, tensor: Tensor) -> bool:
         return any(ref() is tensor for ref in self.params)
@@ -112,7 +113,7 @@ class TraceState:
                         registry.add_module(value, name if name != "self" else None)
                     elif isinstance(value, Tensor):
                         watched = registry.get(value)
-                        if watched is not None and watched.variable is None and not watched.is_parameter:
+                        if watched is not None and watched.variable is None and watched.owner is None:
                             watched.variable = name
             frame = frame.f_back
         self.adopt_attributes()
@@ -316,7 +317,9 @@ class TraceState:
         for key, chain in taint.chains.items():
             if key in reached or (inputs is not None and key not in inputs):
                 continue
-            registry.all[key].got_grad = False
+            watched = registry.all[key]
+            if not watched.ever_grad:
+                watched.got_grad = False
             seen = self.missed.setdefault(key, {})
             seen[chain] = seen.get(chain, 0) + 1
             missing.setdefault(key, []).append(chain)

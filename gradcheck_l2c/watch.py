@@ -173,19 +173,23 @@ class WatchRegistry:
         for watched in self.all:
             tensor = watched.ref()
             names = qualified.get(id(tensor), []) if tensor is not None else []
-            if tensor is None and watched.name:
-                continue  # gone with its module: keep the name it had while alive
-            if not names and watched.owner is not None:
-                _, attr, owner_name = watched.owner
-                names = [f"{owner_name}.{attr}", attr]
-            if watched.variable:
-                names = names + [watched.variable] if names else [watched.variable]
-            if not names:
-                site = watched.site
-                names = [f"{os.path.basename(site.file)}:{site.line}" if site else f"tensor#{watched.key}"]
-            if not watched.name or tensor is not None:
+            if names:
                 watched.name = names[0]
-            watched.aliases = tuple(dict.fromkeys(names))
+            elif not watched.name or watched.aliases == (watched.name,):
+                watched.name = self._fallback_name(watched)
+            variable = [watched.variable] if watched.variable else []
+            watched.aliases = tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable]))
+
+    @staticmethod
+    def _fallback_name(watched: Watched) -> str:
+        """A name for a tensor no live module holds: its module attribute, variable, or creation line."""
+        if watched.owner is not None:
+            return f"{watched.owner[2]}.{watched.owner[1]}"
+        if watched.variable:
+            return watched.variable
+        if watched.site is not None:
+            return f"{os.path.basename(watched.site.file)}:{watched.site.line}"
+        return f"tensor#{watched.key}"
 
 
 def owner_of(module: nn.Module, attr: str) -> tuple[weakref.ref, str, str]:

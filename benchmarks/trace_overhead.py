@@ -40,10 +40,12 @@ def mlp_workload() -> Callable[[], None]:
 
 
 def l2c_workload() -> Callable[[], None]:
-    """One communication round of the reference L2C on a small synthetic setting."""
-    from reference.l2c import benchmark_round
+    """Reference L2C training (2 rounds, 6 nodes) on synthetic data generated once."""
+    from reference.l2c import L2CConfig, load_data, run_l2c
 
-    return benchmark_round()
+    config = L2CConfig(nodes=6, rounds=2, local_epochs=1, device="cpu")
+    data = load_data(config)
+    return lambda: run_l2c(config, data)
 
 
 def measure(step: Callable[[], None], context: Callable[[], object], steps: int) -> float:
@@ -64,7 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200, help="MLP steps per measurement")
-    parser.add_argument("--l2c-steps", type=int, default=3, help="L2C rounds per measurement")
+    parser.add_argument("--l2c-steps", type=int, default=2, help="L2C runs per measurement")
     args = parser.parse_args()
     torch.set_num_threads(1)
     workloads = [("MLP 20x[Linear,LayerNorm,GELU]", mlp_workload(), args.steps),

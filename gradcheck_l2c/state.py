@@ -146,7 +146,7 @@ class TraceState:
             return cached
         key_of = self.registry.key_of
         keys = set()
-        for child in graph.iter_nodes([node]):
+        for child in graph.iter_nodes([node], graph.SAFE_WALK):
             variable = getattr(child, "variable", None)
             if variable is not None:
                 key = key_of(variable)
@@ -306,6 +306,10 @@ class TraceState:
                     watched.zero_checks += 1
                     with torch._C.DisableTorchFunction():
                         watched.nonzero_grad = bool(tensor.grad.any())
+        if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
+            # every leaf this backward could reach has fired its hook: later `.item()` calls on this
+            # loss need no graph walk
+            roots[0].grad_fn.metadata.setdefault(_REACH, frozenset(reached))
         if self.backward_count <= 3 or self.backward_count % 50 == 0:
             self.discover(frame)
         taint = None
@@ -333,13 +337,13 @@ class TraceState:
         if not nodes:
             return
         root = nodes[0]
-        signature = hash((graph.signature(root), tuple(sorted(missing))))
+        signature = hash((graph.signature(root, graph.SAFE_WALK), tuple(sorted(missing))))
         if signature in self.graph_signatures:
             return
         self.graph_signatures.add(signature)
         reentry: dict[int, list[Any]] = {}
         get = self.taints.get
-        for node in graph.iter_nodes([root]):
+        for node in graph.iter_nodes([root], graph.SAFE_WALK):
             variable = getattr(node, "variable", None)
             taint = get(variable) if variable is not None else None
             if taint is None:

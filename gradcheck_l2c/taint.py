@@ -39,6 +39,12 @@ class TaintedFloat(float):
         return (float, (float(self),))
 
 
+class _KeyedRef(weakref.ref):
+    """A weak reference that remembers the id it is filed under (one shared callback, no closures)."""
+
+    __slots__ = ("key",)
+
+
 class TaintStore:
     """Which live objects (tensors, arrays) carry a taint; entries vanish with their objects."""
 
@@ -68,13 +74,17 @@ class TaintStore:
         return entry[1]
 
     def set(self, obj: Any, taint: Taint) -> None:
-        key = id(obj)
-        by_id = self._by_id
         try:
-            ref = weakref.ref(obj, lambda _, key=key: by_id.pop(key, None))
+            ref = _KeyedRef(obj, self._drop)
         except TypeError:
             return
-        by_id[key] = (ref, taint)
+        ref.key = id(obj)
+        self._by_id[ref.key] = (ref, taint)
+
+    def _drop(self, ref: "_KeyedRef") -> None:
+        entry = self._by_id.get(ref.key)
+        if entry is not None and entry[0] is ref:
+            del self._by_id[ref.key]
 
     def discard(self, obj: Any) -> None:
         entry = self._by_id.get(id(obj))

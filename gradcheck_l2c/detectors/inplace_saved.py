@@ -61,7 +61,7 @@ def scan(run) -> list[Finding]:
 
 def _saver(roots):
     """The node whose saved tensor is stale: reading it raises the same error."""
-    for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad])):
+    for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
         for attr in dir(node):
             if not attr.startswith("_saved_"):
                 continue

@@ -17,6 +17,10 @@ _EXPORTS = {
     "GradcheckError": "gradcheck_l2c.errors",
     "UsageError": "gradcheck_l2c.errors",
     "NestedTraceError": "gradcheck_l2c.errors",
+    "active_trace": "gradcheck_l2c.tracer",
+    "render": "gradcheck_l2c.render",
+    "write_render_dir": "gradcheck_l2c.render",
+    "save_graph": "gradcheck_l2c.render",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -82,3 +82,13 @@ def test_tracing_the_seed_changes_nothing_it_prints(capfd):
         runpy.run_path(str(SEED), run_name="__main__")
     assert capfd.readouterr().out == plain
     assert "gradient of alpha is None" in plain
+
+
+def test_seed_graph_renders_alpha_red_with_both_cuts(seed_trace):
+    from gradcheck_l2c import render
+
+    source = render(seed_trace.graphs[0]).source
+    assert f"seed_l2c.py:{line_of('model.w[i][j].item()')}" in source
+    assert f"seed_l2c.py:{line_of('model.load_state_dict(theta_next)')}" in source
+    alpha_nodes = [line for line in source.splitlines() if "CNNCifar.alpha" in line and "fillcolor" in line]
+    assert alpha_nodes and all("tomato" in line for line in alpha_nodes)

@@ -21,9 +21,19 @@ _EXPORTS = {
     "render": "gradcheck_l2c.render",
     "write_render_dir": "gradcheck_l2c.render",
     "save_graph": "gradcheck_l2c.render",
+    "assert_grad_reaches": "gradcheck_l2c.assertions",
+    "assert_grad_flows": "gradcheck_l2c.assertions",
+    "assert_trace_clean": "gradcheck_l2c.assertions",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", "load_ipython_extension", *_EXPORTS]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext gradcheck_l2c``: register the ``%%gradcheck`` cell magic."""
+    from gradcheck_l2c.magic import load_ipython_extension as load
+
+    load(ipython)
 
 
 def __getattr__(name: str) -> Any:

@@ -86,7 +86,7 @@ def user_site(depth: int = 1) -> Site | None:
     filename = frame.f_code.co_filename
     absolute = _absolute.get(filename)
     if absolute is None:
-        absolute = _absolute[filename] = os.path.abspath(filename)
+        absolute = _absolute[filename] = filename if filename.startswith("<") else os.path.abspath(filename)
     return Site(absolute, frame.f_lineno)
 
 

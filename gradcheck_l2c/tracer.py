@@ -69,8 +69,10 @@ class Trace:
                 state.watch_leaf(tensor, None, explicit=True)
             else:
                 state.registry.add(tensor, None, explicit=True)
+            watched = state.registry.get(tensor)
+            watched.variable = self._spec.names.get(id(tensor), watched.variable)
         for module in self._spec.modules:
-            state.registry.add_module(module)
+            state.registry.add_module(module, self._spec.names.get(id(module)))
             for name, param in module.named_parameters():
                 state.watch_leaf(param, None, owner=(module, name), explicit=True)
         state.discover(user_frame(1))

@@ -53,15 +53,32 @@ class WatchSpec:
     patterns: list[str] = field(default_factory=list)
     tensors: list[torch.Tensor] = field(default_factory=list)
     modules: list[nn.Module] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)  # id(tensor or module) -> name the user gave
 
     @classmethod
     def parse(cls, watch: Any) -> "WatchSpec":
+        """Accepts None, a name/glob, a tensor, a module, a dict name -> tensor/module, or a list of these."""
         spec = cls()
         if watch is None:
             return spec
-        items = [watch] if isinstance(watch, (str, torch.Tensor, nn.Module)) else list(watch)
+        if isinstance(watch, (str, torch.Tensor, nn.Module, dict)):
+            items = [watch]
+        else:
+            try:
+                items = list(watch)
+            except TypeError:
+                raise UsageError(
+                    f"watch: expected names, tensors or modules (or a list of them), got {type(watch).__name__}"
+                ) from None
         for item in items:
-            if isinstance(item, str):
+            if isinstance(item, dict):
+                for name, value in item.items():
+                    if not isinstance(value, (torch.Tensor, nn.Module)):
+                        raise UsageError(
+                            f"watch[{name!r}]: expected a tensor or a module, got {type(value).__name__}")
+                    spec.names[id(value)] = str(name)
+                    (spec.tensors if isinstance(value, torch.Tensor) else spec.modules).append(value)
+            elif isinstance(item, str):
                 if not item.strip():
                     raise UsageError("watch: empty name pattern")
                 spec.patterns.append(item.strip())

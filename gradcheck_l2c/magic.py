@@ -1,0 +1,92 @@
+"""IPython extension: ``%load_ext gradcheck_l2c``, then ``%%gradcheck`` traces a cell.
+
+::
+
+    %%gradcheck --watch model.alpha --render
+    loss = step(model, batch)
+    loss.backward()
+
+runs the cell under :func:`gradcheck_l2c.trace`, then prints the report and, with ``--render``,
+shows the autograd graph of each backward that missed a watched tensor. ``--watch`` takes a
+name or glob the tracer knows (``"*.alpha"``) or a variable of the notebook (``model.alpha``,
+``model``); repeat it to watch several. ``-o`` returns the :class:`~gradcheck_l2c.tracer.Trace`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError as IPythonUsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from gradcheck_l2c.errors import UsageError
+
+
+@magics_class
+class GradcheckMagics(Magics):
+    """The ``%%gradcheck`` cell magic."""
+
+    @magic_arguments()
+    @argument(
+        "-w",
+        "--watch",
+        action="append",
+        metavar="NAME",
+        help="tensor to judge: a variable (model.alpha, model) or a name/glob (*.alpha); repeatable",
+    )
+    @argument("-r", "--render", action="store_true", help="show the graph of each backward that missed one")
+    @argument("-o", "--output", action="store_true", help="return the Trace (it becomes the cell's Out)")
+    @cell_magic
+    def gradcheck(self, line: str, cell: str) -> Any:
+        """Run the cell under the gradient tracer, then print its report (and graphs with --render)."""
+        from gradcheck_l2c.assertions import assert_trace_clean
+        from gradcheck_l2c.tracer import trace
+
+        args = parse_argstring(self.gradcheck, line)
+        watch = _watch(args.watch or [], self.shell.user_ns)
+        try:
+            t = trace(watch=watch)
+            with t:
+                self.shell.run_cell(cell)
+            assert_trace_clean(t, fail_on="never")  # only a watch name that matched nothing raises
+        except UsageError as err:
+            raise IPythonUsageError(str(err)) from None
+        print(t.report())
+        if args.render:
+            _show_graphs(t)
+        return t if args.output else None
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register ``%%gradcheck`` in ``ipython`` (called by ``%load_ext gradcheck_l2c``)."""
+    ipython.register_magics(GradcheckMagics)
+
+
+def _watch(names: list[str], namespace: dict[str, Any]) -> Any:
+    """``--watch`` values as the tracer takes them: notebook objects where the name is one."""
+    import torch
+
+    resolved: list[Any] = []
+    for name in names:
+        value = _lookup(name, namespace)
+        resolved.append({name: value} if isinstance(value, (torch.Tensor, torch.nn.Module)) else name)
+    return resolved or None
+
+
+def _lookup(dotted: str, namespace: dict[str, Any]) -> Any:
+    """The object ``a.b.c`` names in ``namespace`` (looked up, never evaluated), or None."""
+    head, *rest = dotted.split(".")
+    if not all(part.isidentifier() for part in [head, *rest]) or head not in namespace:
+        return None
+    value = namespace[head]
+    for part in rest:
+        value = getattr(value, part, None)
+    return value
+
+
+def _show_graphs(t: Any) -> None:
+    from gradcheck_l2c.render import render
+
+    for graph in t.graphs:
+        display(render(graph))

@@ -1,8 +1,9 @@
 """Iterative walks over autograd graphs: never recursive, so any depth works."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import torch
 
@@ -11,6 +12,35 @@ import torch
 #: stack when it frees a chain of tens of thousands of nodes that Python has looked at (a segfault
 #: measured past ~40,000 saved-tensor ops on an 8 MiB stack), so walks during a trace stay well below.
 SAFE_WALK = 10_000
+
+
+T = TypeVar("T")
+_LARGE_STACK = 1 << 30
+
+
+def call_with_large_stack(function: Callable[[], T]) -> T:
+    """Run ``function`` in a thread with a 1 GiB stack, where freeing a huge walked graph is safe.
+
+    Whatever walks a whole graph (rendering) should also drop its last references to it in there.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # re-raised in the calling thread
+            outcome["error"] = error
+
+    previous = threading.stack_size(_LARGE_STACK)
+    try:
+        worker = threading.Thread(target=target, name="gradcheck-l2c-graph")
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    worker.join()
+    if "error" in outcome:
+        raise outcome.pop("error")
+    return outcome["value"]
 
 
 def iter_nodes(roots: Iterable[Any], limit: int | None = None) -> Iterator[Any]:

@@ -287,7 +287,9 @@ class Interceptor(TorchFunctionMode):
     def progress(self) -> None:
         callback = getattr(self, "on_progress", None)
         if callback is not None:
-            callback(self.state.backward_count, len(self.state.events))
+            state = self.state
+            missing = sum(1 for key in state.missed if not state.registry.all[key].ever_grad)
+            callback(state.backward_count, missing)
 
 
 def _has_tainted_float(args: tuple) -> bool:

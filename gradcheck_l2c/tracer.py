@@ -38,7 +38,7 @@ class Trace:
     def __init__(self, watch: Any = None, *, record_sites: bool = False) -> None:
         self._spec = WatchSpec.parse(watch)
         self.record_sites = record_sites
-        self.on_progress: Callable[[int, int], None] | None = None
+        self.on_progress: Callable[[int, int], None] | None = None  # (backward calls, tensors missing)
         self._state: Any = None
         self._mode: Any = None
         self._patches: Any = None
@@ -153,6 +153,13 @@ class Trace:
         verdict = self._current()
         return list(verdict.graphs) if verdict else []
 
+    def release_graphs(self) -> None:
+        """Forget the captured graphs (call it where freeing a huge graph is safe, see graph.py)."""
+        if self._verdict is not None:
+            self._verdict.graphs.clear()
+        if self._state is not None:
+            self._state.graphs.clear()
+
     @property
     def unmatched_patterns(self) -> list[str]:
         verdict = self._current()
@@ -162,6 +169,11 @@ class Trace:
     def watched_names(self) -> list[str]:
         verdict = self._current()
         return list(verdict.names) if verdict else []
+
+    @property
+    def disabled(self) -> bool:
+        """True when GRADCHECK_L2C_DISABLED turned this trace into a no-op."""
+        return self._disabled
 
     @property
     def backward_count(self) -> int:

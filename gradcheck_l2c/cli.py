@@ -1,0 +1,356 @@
+"""The ``gradcheck-l2c`` command: ``trace`` runs a script under the tracer and reports, ``demo`` shows the L2C case.
+
+``gradcheck-l2c trace [options] script.py [args...]`` works like ``python script.py [args...]`` (and
+``-m module`` like ``python -m``): the script's output is untouched, the report goes to stderr when
+it ends, and the exit status says whether gradients went missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+import gradcheck_l2c
+from gradcheck_l2c.errors import GradcheckError, UsageError
+from gradcheck_l2c.report import format_report, json_document, summary_line
+from gradcheck_l2c.runner import Outcome, ScriptRunner, run_script, show_exception
+from gradcheck_l2c.status import StatusLine, sharing_terminal
+
+if TYPE_CHECKING:
+    from gradcheck_l2c.tracer import Trace
+
+PROG = "gradcheck-l2c"
+
+#: No finding at the ``--fail-on`` level, and the script ended normally.
+EXIT_OK = 0
+#: Findings at the ``--fail-on`` level, or the script raised an exception (its own exit code wins otherwise).
+EXIT_FINDINGS = 1
+#: The tool was called wrongly: bad option, no such script or module.
+EXIT_USAGE = 2
+#: The run was stopped with Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+#: Severities that fail the run, per ``--fail-on`` level.
+FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
+
+# Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
+_VALUE_OPTIONS = frozenset({"--watch", "--json", "--fail-on", "--max-findings", "--render", "--format"})
+_NAMES_IN_WARNING = 12
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises :class:`UsageError` instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser, with the ``trace`` and ``demo`` subcommands."""
+    parser = _Parser(
+        prog=PROG,
+        description="Explain why a PyTorch tensor got no gradient: the file and line that cut it.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {gradcheck_l2c.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    trace = commands.add_parser(
+        "trace",
+        help="run a Python script under the tracer and report missing gradients",
+        description="Run a script as `python script.py args...` would, then report on stderr every "
+        "watched tensor that got no gradient and the file:line that cut it. Options go before the "
+        "script; everything after the script's name is passed to the script.",
+        epilog="exit status: 0 when no finding reaches the --fail-on level; 1 when one does or the script "
+        "raised an exception; the script's own non-zero exit status as it is; 2 for a usage error; "
+        "130 after Ctrl-C.",
+        allow_abbrev=False,
+    )
+    trace.add_argument("-m", dest="module", metavar="MODULE",
+                       help="run a library module as a script, like `python -m`")
+    trace.add_argument("--watch", action="append", metavar="PATTERN",
+                       help="watch only tensors whose name matches: `alpha`, `*.alpha`, `model.fc1.*` "
+                       "(repeatable; default: every parameter and every leaf that requires grad)")
+    trace.add_argument("--json", metavar="FILE", help="also write the findings as JSON to FILE")
+    trace.add_argument("--fail-on", choices=tuple(FAIL_ON), default="error",
+                       help="lowest severity that makes the exit status 1 (default: %(default)s)")
+    trace.add_argument("--max-findings", type=_count, metavar="N", help="list at most N entries")
+    trace.add_argument("--render", metavar="DIR",
+                       help="draw the graphs where gradients went missing into DIR")
+    trace.add_argument("--format", metavar="FORMAT",
+                       help="image format for --render: svg (default), png, pdf or dot")
+    trace.add_argument("--full", action="store_true", help="with --render, draw whole graphs, not only the cut")
+    loudness = trace.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
+    loudness.add_argument("-v", "--verbose", action="store_true",
+                          help="also list notes, the tensors that got gradients, and the tool's own frames "
+                          "in tracebacks")
+    trace.add_argument("script", nargs="?", help="the Python file (or folder with __main__.py) to run")
+    trace.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    trace.set_defaults(handler=_trace_command)
+
+    demo = commands.add_parser(
+        "demo",
+        help="trace the L2C question's script, then train the fixed L2C briefly",
+        description="Trace reference/seed_l2c.py (the L2C question where alpha.grad stays None), "
+        "write the report, JSON and graphs, then run the reference L2C for a few rounds to show "
+        "alpha receiving gradients.",
+        allow_abbrev=False,
+    )
+    demo.add_argument("--out", default="gradcheck-out", metavar="DIR",
+                      help="folder for the JSON report and graphs (default: %(default)s)")
+    demo.set_defaults(handler=_demo_command)
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line; for ``trace`` the script and its arguments are split off first."""
+    parser = build_parser()
+    argv = list(argv)
+    if argv and argv[0] == "trace":
+        options, target, script_args, as_module = _split_trace_argv(argv[1:])
+        namespace, unknown = parser.parse_known_args(["trace", *options])
+        if unknown:
+            raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see {PROG} trace --help)")
+        namespace.script = None if as_module else target
+        namespace.module = target if as_module else None
+        namespace.args = script_args
+        return namespace
+    namespace = parser.parse_args(argv)
+    if namespace.command is None:
+        raise UsageError(f"missing command: `{PROG} trace script.py` or `{PROG} demo` (see {PROG} --help)")
+    return namespace
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (see the ``EXIT_*`` constants)."""
+    try:
+        try:
+            namespace = parse_args(sys.argv[1:] if argv is None else argv)
+        except SystemExit as exc:  # --help and --version
+            return exc.code if isinstance(exc.code, int) else EXIT_OK
+        return namespace.handler(namespace)
+    except GradcheckError as exc:  # UsageError, or graphs that Graphviz could not draw
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _split_trace_argv(argv: list[str]) -> tuple[list[str], str | None, list[str], bool]:
+    """Split ``trace``'s arguments into (tool options, script or module, script arguments, is module).
+
+    The tool's options end, as Python's do, at the first word that is not an option (the script),
+    after ``-m MODULE``, or at ``--``; every word after that belongs to the script, verbatim.
+    """
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            rest = argv[index + 1:]
+            return argv[:index], (rest[0] if rest else None), rest[1:], False
+        if word == "-m":
+            if index + 1 == len(argv):
+                raise UsageError("argument -m: expected a module name")
+            return argv[:index], argv[index + 1], argv[index + 2:], True
+        if word.startswith("-m") and not word.startswith("--"):
+            return argv[:index], word[2:], argv[index + 1:], True
+        if not word.startswith("-") or word == "-":
+            return argv[:index], word, argv[index + 1:], False
+        index += 2 if word in _VALUE_OPTIONS else 1
+    return argv, None, [], False
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (a replaced stream may not even have ``isatty``)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never when ``NO_COLOR`` is set (https://no-color.org)."""
+    return is_terminal(stream) and not os.environ.get("NO_COLOR")
+
+
+def traced_run(
+    runner: ScriptRunner,
+    *,
+    watch: list[str] | None,
+    record_sites: bool,
+    stream: TextIO,
+    show_status: bool,
+    keep_tool_frames: bool = False,
+) -> tuple[Trace, Outcome]:
+    """Run a prepared script under a new trace, with the status line on ``stream`` if asked.
+
+    An exception that stopped the script is printed as Python would, minus the tool's frames.
+    Returns the finished trace and how the script ended.
+    """
+    from gradcheck_l2c.tracer import trace
+
+    tracer = trace(watch=watch, record_sites=record_sites)
+    if show_status:
+        status = StatusLine(stream)
+        tracer.on_progress = status.update
+        with sharing_terminal(status):
+            outcome = run_script(runner, tracer)
+        tracer.on_progress = None
+    else:
+        outcome = run_script(runner, tracer)
+    _flush(sys.stdout)
+    if outcome.exception is not None:
+        show_exception(outcome.exception, keep_tool_frames=keep_tool_frames)
+    return tracer, outcome
+
+
+def exit_code(outcome: Outcome, findings: Sequence[Any], fail_on: str) -> int:
+    """The exit status: Ctrl-C, an exception, or the script's own non-zero exit first; then findings."""
+    if isinstance(outcome.exception, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if outcome.exception is not None:
+        return EXIT_FINDINGS
+    if outcome.exit_status:
+        return outcome.exit_status
+    failing = FAIL_ON[fail_on]
+    return EXIT_FINDINGS if any(finding.severity in failing for finding in findings) else EXIT_OK
+
+
+def unmatched_warning(patterns: Sequence[str], names: Sequence[str]) -> str:
+    """The warning for ``--watch`` patterns that matched nothing, listing the names that exist."""
+    quoted = ", ".join(repr(pattern) for pattern in patterns)
+    which = "pattern" if len(patterns) == 1 else "patterns"
+    text = f"{PROG}: warning: --watch {which} {quoted} matched no tensor"
+    if not names:
+        return text + "; no tensor that requires grad was seen at all."
+    shown = ", ".join(names[:_NAMES_IN_WARNING])
+    if len(names) > _NAMES_IN_WARNING:
+        shown += f" and {len(names) - _NAMES_IN_WARNING} more"
+    return f"{text}; the tensors seen were: {shown}"
+
+
+def write_json(path: str, document: dict[str, Any]) -> None:
+    """Write the JSON document, UTF-8, indented; ``UsageError`` when the file cannot be written."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2)
+            handle.write("\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the JSON report to {path!r}: {exc.strerror}") from None
+
+
+def render_graphs(tracer: Trace, folder: str, *, fmt: str = "svg", full: bool = False) -> list[Any]:
+    """Draw the trace's graphs into ``folder`` (the render module loads graphviz, so it is imported here)."""
+    from gradcheck_l2c.graph import call_with_large_stack
+    from gradcheck_l2c.render import write_render_dir
+
+    def draw() -> list[Any]:
+        try:
+            return write_render_dir(tracer.graphs, tracer.findings, folder, fmt=fmt, full=full)
+        finally:
+            tracer.release_graphs()  # freed in the large-stack thread: deep graphs are safe there
+
+    return call_with_large_stack(draw)
+
+
+def render_summary(written: Sequence[Any], fmt: str = "svg") -> str:
+    """One line on what ``write_render_dir`` wrote (images, then the index page), and the
+    Graphviz install hint when it could only write ``.dot`` sources."""
+    from gradcheck_l2c.render import missing_dot_hint
+
+    images = len(written) - 1
+    text = f"drew {images} {'graph' if images == 1 else 'graphs'}; open {written[-1]}"
+    hint = missing_dot_hint()
+    return f"{text}\n{hint}" if hint and fmt != "dot" else text
+
+
+def _trace_command(options: argparse.Namespace) -> int:
+    """``gradcheck-l2c trace``: run the script, report, write JSON and graphs, choose the exit status."""
+    stderr = sys.stderr
+    if options.script is None and options.module is None:
+        raise UsageError("trace needs a script: gradcheck-l2c trace [options] script.py [args...]")
+    if (options.format or options.full) and not options.render:
+        raise UsageError("--format and --full need --render DIR")
+    if options.json:  # absolute: the script may change the working folder
+        options.json = os.path.abspath(options.json)
+        _check_folder(options.json, "--json")
+    if options.render:
+        from gradcheck_l2c.render import check_format
+
+        options.format = check_format(options.format or "svg")
+        options.render = os.path.abspath(options.render)
+    runner = ScriptRunner(options.module or options.script, options.args, as_module=bool(options.module))
+    try:
+        runner.prepare()
+    except SyntaxError as exc:
+        show_exception(exc)
+        return EXIT_FINDINGS
+
+    tracer, outcome = traced_run(
+        runner,
+        watch=options.watch,
+        record_sites=bool(options.render),
+        stream=stderr,
+        show_status=not options.quiet and is_terminal(stderr),
+        keep_tool_frames=options.verbose,
+    )
+    findings, watched = tracer.findings, tracer.watched
+    code = exit_code(outcome, findings, options.fail_on)
+    color = use_color(stderr)
+    if tracer.disabled:
+        from gradcheck_l2c.tracer import DISABLE_VARIABLE
+
+        print(f"{PROG}: tracing is off ({DISABLE_VARIABLE} is set): the script ran untraced.", file=stderr)
+        return code
+
+    if tracer.unmatched_patterns:
+        print(unmatched_warning(tracer.unmatched_patterns, tracer.watched_names), file=stderr)
+    if outcome.exception is not None:
+        print(f"{PROG}: the script stopped with {type(outcome.exception).__name__}; "
+              "the report covers what ran before.", file=stderr)
+    if options.quiet:
+        print(summary_line(findings, watched, color=color), file=stderr)
+    else:
+        stderr.write(format_report(findings, watched, color=color,
+                                   max_findings=options.max_findings, verbose=options.verbose))
+    if options.json:
+        write_json(options.json, json_document(script=runner.filename, argv=[runner.argv0, *runner.args],
+                                               exit_code=code, watched=watched, findings=findings))
+        if not options.quiet:
+            print(f"{PROG}: wrote the JSON report to {options.json}", file=stderr)
+    if options.render:
+        written = render_graphs(tracer, options.render, fmt=options.format, full=options.full)
+        if not options.quiet:
+            print(f"{PROG}: {render_summary(written, options.format)}", file=stderr)
+    return code
+
+
+def _demo_command(options: argparse.Namespace) -> int:
+    from gradcheck_l2c.demo import run_demo
+
+    return run_demo(options.out)
+
+
+def _check_folder(path: str, option: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option}: folder {folder!r} does not exist")
+
+
+def _flush(stream: TextIO) -> None:
+    """Flush the script's stdout so its output comes before the report; it may have closed it."""
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,1 @@
+"""A package for `gradcheck-l2c trace -m cli_pkg` tests."""

@@ -1,0 +1,2 @@
+"""Imported relatively by cli_pkg.probe."""
+VALUE = "relative import ok"

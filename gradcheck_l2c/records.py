@@ -28,6 +28,12 @@ KINDS: tuple[str, ...] = (
     "optimizer",
 )
 
+#: Kinds that explain why a tensor got no gradient; the others flag bugs beside the gradient path.
+CAUSES: frozenset[str] = frozenset({
+    "item", "numpy", "tensor_rewrap", "detach", "data_attr", "no_grad", "state_dict_reload", "new_parameter",
+    "unused_parameter", "non_leaf_watched", "non_differentiable", "inplace_saved",
+})
+
 
 @dataclass(frozen=True)
 class Finding:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gradcheck_l2c.records import Finding, WatchedTensor
+from gradcheck_l2c.records import CAUSES, Finding, WatchedTensor
 
 #: Version of the JSON document's layout; bumped when a field changes meaning or goes away.
 JSON_VERSION = 1
@@ -63,7 +63,7 @@ def format_report(
     budget = _Budget(max_findings)
     missing = [tensor for tensor in watched if tensor.got_grad is False]
     missing_names = {tensor.name for tensor in missing}
-    others = [finding for finding in findings if finding.tensor not in missing_names]
+    others = [finding for finding in findings if finding.tensor not in missing_names or finding.kind not in CAUSES]
     notes = [finding for finding in others if finding.severity == "info"]
     if not verbose:
         others = [finding for finding in others if finding.severity != "info"]
@@ -109,7 +109,7 @@ def _missing_sections(missing: Sequence[WatchedTensor], findings: Sequence[Findi
     lines: list[str] = []
     unexplained = []
     for tensor in missing:
-        causes = [finding for finding in findings if finding.tensor == tensor.name]
+        causes = [finding for finding in findings if finding.tensor == tensor.name and finding.kind in CAUSES]
         if not causes:
             unexplained.append(tensor)
             continue

@@ -18,13 +18,14 @@ def scan(run) -> list[Finding]:
         events.sort(key=lambda e: e.order)
         first = events[0]
         names = [run.name(e.key) for e in events]
-        others = f" (and {len(names) - 1} more entries)" if len(names) > 1 else ""
+        others = f" and {len(names) - 1} more entries" if len(names) > 1 else ""
         taken = first.extra.get("snapshot")
         where = f"at {taken} " if taken is not None else ""
+        model = names[0].split(".", 1)[0] if len(names) > 1 else names[0]
         found.append(run.finding(
-            KIND, "warning", names[0], site,
-            f"the state_dict() snapshot taken {where}shares storage with {names[0]}{others}, which changed in "
-            "place since: this line reads the current weights, not the saved ones.",
+            KIND, "warning", f"{model}.state_dict()" if len(names) > 1 else names[0], site,
+            f"the state_dict() snapshot taken {where}shares storage with the live weights ({names[0]}{others}), "
+            "which changed in place since: this line reads the current weights, not the saved ones.",
             "take real copies: {k: v.detach().clone() for k, v in model.state_dict().items()} "
             "(a dict .copy() is shallow; copy.deepcopy(model.state_dict()) also works).",
             max(e.count for e in events),

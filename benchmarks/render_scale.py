@@ -116,7 +116,7 @@ def run_torchviz(case: str, timeout: float) -> dict[str, float | str]:
 
 def measure(case: str, timeout: float) -> dict[str, object]:
     from gradcheck_l2c.graph import iter_nodes
-    from gradcheck_l2c.render import render, save_graph
+    from gradcheck_l2c.renderer import render, save_graph
 
     start = time.perf_counter()
     loss, params = CASES[case]()

@@ -253,7 +253,7 @@ def write_json(path: str, document: dict[str, Any]) -> None:
 def render_graphs(tracer: Trace, folder: str, *, fmt: str = "svg", full: bool = False) -> list[Any]:
     """Draw the trace's graphs into ``folder`` (the render module loads graphviz, so it is imported here)."""
     from gradcheck_l2c.graph import call_with_large_stack
-    from gradcheck_l2c.render import write_render_dir
+    from gradcheck_l2c.renderer import write_render_dir
 
     def draw() -> list[Any]:
         try:
@@ -267,7 +267,7 @@ def render_graphs(tracer: Trace, folder: str, *, fmt: str = "svg", full: bool = 
 def render_summary(written: Sequence[Any], fmt: str = "svg") -> str:
     """One line on what ``write_render_dir`` wrote (images, then the index page), and the
     Graphviz install hint when it could only write ``.dot`` sources."""
-    from gradcheck_l2c.render import missing_dot_hint
+    from gradcheck_l2c.renderer import missing_dot_hint
 
     images = len(written) - 1
     text = f"drew {images} {'graph' if images == 1 else 'graphs'}; open {written[-1]}"
@@ -286,7 +286,7 @@ def _trace_command(options: argparse.Namespace) -> int:
         options.json = os.path.abspath(options.json)
         _check_folder(options.json, "--json")
     if options.render:
-        from gradcheck_l2c.render import check_format
+        from gradcheck_l2c.renderer import check_format
 
         options.format = check_format(options.format or "svg")
         options.render = os.path.abspath(options.render)

@@ -1,4 +1,4 @@
-"""Tests of gradcheck_l2c.render: what the drawn graph contains (boxes, colours, cut edges), at any size."""
+"""Tests of gradcheck_l2c.renderer: what the drawn graph contains (boxes, colours, cut edges), at any size."""
 from __future__ import annotations
 
 import html
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.graph import grad_roots, iter_nodes, signature
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding
-from gradcheck_l2c.render import INSTALL_HINT, render, save_graph, write_render_dir
+from gradcheck_l2c.renderer import INSTALL_HINT, render, save_graph, write_render_dir
 from gradcheck_l2c.render_dot import CHAIN, CUT, CUT_EDGE, FOLDED, LEAF, LOSS, MISSING, REACHED
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot program is not installed")

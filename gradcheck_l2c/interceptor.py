@@ -15,7 +15,6 @@ from torch.overrides import TorchFunctionMode
 
 from gradcheck_l2c.locations import caller_is_user, library_callers, user_site
 from gradcheck_l2c.state import TraceState, _op_label, _tensors
-from gradcheck_l2c.taint import TaintedFloat
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
@@ -42,14 +41,17 @@ class Interceptor(TorchFunctionMode):
             return handler(func, args, kwargs)
         out = func(*args, **kwargs)
         state = self.state
-        if not _is_grad_enabled():
-            if state.pid == os.getpid():
-                state.no_grad_op(func, args, kwargs, out)
-            return out
-        if state.taints or (state.taints.floats and _has_tainted_float(args)):
-            state.mark(out, state.taint_of_args(args, kwargs))
         if state.snapshots:
             state.check_snapshots(func, args)
+        if not _is_grad_enabled():
+            if _requires_grad_in(args, kwargs) and state.pid == os.getpid():
+                state.no_grad_op(func, args, kwargs, out)
+                return out
+            if state.taints or state.taints.floats:
+                state.taints.propagate(args, kwargs, out)
+            return out
+        if state.taints or state.taints.floats:
+            state.taints.propagate(args, kwargs, out)
         if type(out) is Tensor:
             if not out.requires_grad:
                 self.non_differentiable(func, args, kwargs, [out])
@@ -292,10 +294,20 @@ class Interceptor(TorchFunctionMode):
             callback(state.backward_count, missing)
 
 
-def _has_tainted_float(args: tuple) -> bool:
+def _requires_grad_in(args: tuple, kwargs: dict) -> bool:
+    """Whether any tensor argument (also inside a list or tuple argument) requires grad."""
     for arg in args:
-        if type(arg) is TaintedFloat:
-            return True
+        if isinstance(arg, Tensor):
+            if arg.requires_grad:
+                return True
+        elif type(arg) in (list, tuple):
+            for item in arg:
+                if isinstance(item, Tensor) and item.requires_grad:
+                    return True
+    if kwargs:
+        for value in kwargs.values():
+            if isinstance(value, Tensor) and value.requires_grad:
+                return True
     return False
 
 

@@ -13,7 +13,7 @@ import torch
 from gradcheck_l2c import graph
 from gradcheck_l2c.detectors import CUTS, SCANNERS
 from gradcheck_l2c.events import Event
-from gradcheck_l2c.locations import Site
+from gradcheck_l2c.locations import Site, user_frame
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding, WatchedTensor
 from gradcheck_l2c.state import TraceState
 from gradcheck_l2c.watch import Watched, selected
@@ -200,6 +200,10 @@ def _explain_graphless(state: TraceState, roots: list[torch.Tensor]) -> str | No
     taint = None
     for root in roots:
         taint = state.taints.merge(taint, state.taints.get(root))
+    frame = user_frame(3)
+    if taint is None and frame is not None:  # a variable rebound to a no_grad copy of a watched leaf?
+        for value in frame.f_locals.values():
+            taint = state.taints.merge(taint, state.replacement_of(value))
     if taint is None:
         return None
     state.dead_ends.append(taint)

@@ -17,7 +17,7 @@ from torch import nn
 from gradcheck_l2c import graph
 from gradcheck_l2c.detectors import non_parameter_tensor
 from gradcheck_l2c.events import Event, EventLog
-from gradcheck_l2c.locations import USER, Site, frame_kind, library_callers, user_frame, user_site
+from gradcheck_l2c.locations import USER, Site, frame_kind, user_frame, user_site
 from gradcheck_l2c.taint import Chain, Taint, TaintStore, fresh
 from gradcheck_l2c.watch import WatchRegistry, WatchSpec, owner_of
 
@@ -74,6 +74,7 @@ class TraceState:
     read_missing: list[tuple[Site | None, str, bool, Any]] = field(default_factory=list)
     dead_ends: list[Taint] = field(default_factory=list)  # values whose every path was cut
     unregistered: dict[tuple[str, str], tuple[Site | None, str]] = field(default_factory=dict)
+    replacements: dict[int, tuple[weakref.ref, int, Site | None, str]] = field(default_factory=dict)
     snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
     optimizers: list[OptimizerRecord] = field(default_factory=list)
     inplace_log: deque = field(default_factory=lambda: deque(maxlen=256))
@@ -261,32 +262,50 @@ class TraceState:
             self.taints.set(target, result)
 
     def no_grad_op(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
-        """An op ran with grad disabled: inputs with history to watched tensors are cut here."""
-        inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
-        if not inputs and not self.taints:
-            return
+        """An op ran with grad disabled on inputs that require grad: what reaches watched tensors is cut here."""
         name = getattr(func, "__name__", "")
         inplace = name.endswith("_") and not name.endswith("__")
+        if not inplace and not _holds_tensor(out):
+            return  # a metadata query (.device, .dim()): no values flow on
         targets = _inplace_targets(args) if inplace else []
-        if not self.taints and len(inputs) == len(targets) and all(a is b for a, b in zip(inputs, targets)):
-            return  # an in-place update of a leaf from values without history: an optimizer step
+        inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
+        exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
         taint = self.taint_of_args(args, kwargs)
-        if inputs:
-            exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
-            reach_any = any(self.reach(t) - exclude for t in inputs)
-            if reach_any and not any("/torch/optim/" in f for f in _library_files()):
-                site = user_site(1)
-                cut = self.cut("no_grad", _op_label(func), inputs, site=site, exclude=exclude)
-                taint = self.taints.merge(taint, cut)
-            if inplace:
-                taint = _without(taint, exclude)
-                for target in targets:
-                    if taint is None:
-                        self.taints.discard(target)
-                    else:
-                        self.taints.set(target, taint)
+        if any(self.reach(t) - exclude for t in inputs) and not _in_optimizer_step():
+            taint = self.taints.merge(taint, self.cut("no_grad", _op_label(func), inputs, site=user_site(1),
+                                                      exclude=exclude))
+        if not inplace:
+            self.mark(out, taint)
+            self._remember_replacement(func, inputs, out)
+            return
+        taint = _without(taint, exclude)
+        for target in targets:
+            self.taints.assign(target, taint)
+
+    def _remember_replacement(self, func: Any, inputs: list[Tensor], out: Any) -> None:
+        """``w = w - lr * w.grad`` under no_grad: a new tensor shaped like a watched leaf, without history.
+
+        Kept (weakly) so that a later backward error or ``.grad`` read on it can name this line, even
+        after the leaf's own taint stopped mattering because it got gradients before.
+        """
+        if not isinstance(out, Tensor) or out.requires_grad:
+            return
+        for tensor in inputs:
+            key = self.registry.key_of(tensor)
+            if key is not None and tensor.shape == out.shape:
+                ident = id(out)
+                replacements = self.replacements
+                ref = weakref.ref(out, lambda _, ident=ident: replacements.pop(ident, None))
+                replacements[ident] = (ref, key, user_site(2), _op_label(func))
                 return
-        self.mark(out, taint)
+
+    def replacement_of(self, obj: Any) -> Taint | None:
+        """The cut behind a tensor rebuilt from a watched leaf under no_grad, as a one-event taint."""
+        entry = self.replacements.get(id(obj))
+        if entry is None or entry[0]() is not obj:
+            return None
+        _, key, site, label = entry
+        return fresh({key: self.events.record("no_grad", key, site, label)})
 
     # ---- judging ----------------------------------------------------------------------------
 
@@ -299,7 +318,9 @@ class TraceState:
         for key in reached:
             watched = registry.all[key]
             watched.got_grad = True
-            watched.ever_grad = True
+            if not watched.ever_grad:
+                watched.ever_grad = True
+                self.taints.settle(key)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
                 tensor = watched.tensor
                 if tensor is not None and tensor.grad is not None:
@@ -369,7 +390,7 @@ class TraceState:
         if watched is not None:
             watched.grad_read = watched.grad_read or site
             return
-        taint = self.taints.get(tensor)
+        taint = self.taints.get(tensor) or self.replacement_of(tensor)
         if tensor.is_leaf and taint is not None:
             self.dead_ends.append(taint)
         elif not tensor.is_leaf:
@@ -435,13 +456,18 @@ def _inplace_targets(args: tuple) -> list[Tensor]:
     return []
 
 
-def _library_files() -> list[str]:
+def _in_optimizer_step() -> bool:
+    """Whether torch.optim code is on the stack between here and user code (its updates are no cuts)."""
     frame = sys._getframe(2)
-    files = []
     while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
-        files.append(frame.f_code.co_filename)
+        if "/torch/optim/" in frame.f_code.co_filename:
+            return True
         frame = frame.f_back
-    return files
+    return False
+
+
+def _holds_tensor(out: Any) -> bool:
+    return isinstance(out, Tensor) or (isinstance(out, (list, tuple)) and any(isinstance(o, Tensor) for o in out))
 
 
 def _op_label(func: Any) -> str:
@@ -458,4 +484,3 @@ def _variable_name(frame: Any, tensor: Tensor) -> str | None:
     return None
 
 
-__all__ = ["TraceState", "PendingGraph", "Snapshot", "library_callers"]

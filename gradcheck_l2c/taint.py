@@ -10,18 +10,23 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import torch
+
 from gradcheck_l2c.events import Event
 
 Chain = tuple[Event, ...]
+_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
 class Taint:
     """Immutable map from watched-tensor key to the chain of cuts its values went through."""
 
-    __slots__ = ("chains", "__weakref__")
+    __slots__ = ("chains", "epoch", "alive", "__weakref__")
 
     def __init__(self, chains: dict[int, Chain]) -> None:
         self.chains = chains
+        self.epoch = -1  # the store's epoch when `alive` was last computed
+        self.alive = True
 
     def __repr__(self) -> str:
         return f"Taint({ {k: [e.detail for e in c] for k, c in self.chains.items()} })"
@@ -53,6 +58,8 @@ class TaintStore:
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[weakref.ref, Taint]] = {}
         self._floats: dict[int, weakref.ref] = {}
+        self._settled: set[int] = set()
+        self._epoch = 0
         self._merges: dict[tuple[int, int], tuple[Taint, Taint, Taint]] = {}
         self._extensions: dict[tuple[int, int], tuple[Taint, Event, Taint]] = {}
 
@@ -65,13 +72,29 @@ class TaintStore:
         """Whether any tainted Python number is alive."""
         return bool(self._floats)
 
+    def settle(self, key: int) -> None:
+        """The watched tensor ``key`` got a gradient: chains about it no longer need to travel."""
+        if key not in self._settled:
+            self._settled.add(key)
+            self._epoch += 1
+
+    def live(self, taint: Taint) -> bool:
+        """Whether the taint still names a watched tensor that has not yet got a gradient."""
+        if taint.epoch != self._epoch:
+            settled = self._settled
+            taint.alive = any(key not in settled for key in taint.chains)
+            taint.epoch = self._epoch
+        return taint.alive
+
     def get(self, obj: Any) -> Taint | None:
         if type(obj) is TaintedFloat:
-            return obj.taint
-        entry = self._by_id.get(id(obj))
-        if entry is None or entry[0]() is not obj:
-            return None
-        return entry[1]
+            taint = obj.taint
+        else:
+            entry = self._by_id.get(id(obj))
+            if entry is None or entry[0]() is not obj:
+                return None
+            taint = entry[1]
+        return taint if self.live(taint) else None
 
     def set(self, obj: Any, taint: Taint) -> None:
         try:
@@ -86,10 +109,57 @@ class TaintStore:
         if entry is not None and entry[0] is ref:
             del self._by_id[ref.key]
 
+    def assign(self, obj: Any, taint: Taint | None) -> None:
+        """Set (or, with None, clear) an object's taint, touching nothing when it is unchanged."""
+        entry = self._by_id.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            if entry[1] is taint:
+                return
+            if taint is None:
+                del self._by_id[id(obj)]
+                return
+        if taint is not None:
+            self.set(obj, taint)
+
     def discard(self, obj: Any) -> None:
         entry = self._by_id.get(id(obj))
         if entry is not None and entry[0]() is obj:
             del self._by_id[id(obj)]
+
+    def propagate(self, args: tuple, kwargs: dict, out: Any) -> None:
+        """The interceptor's hot path: give an op's output the union of its arguments' taints."""
+        by_id = self._by_id
+        taint = None
+        for arg in args:
+            entry = by_id.get(id(arg))
+            if entry is not None:
+                if entry[0]() is arg and self.live(entry[1]):
+                    taint = entry[1] if taint is None else self.merge(taint, entry[1])
+            elif type(arg) is TaintedFloat:
+                if self.live(arg.taint):
+                    taint = arg.taint if taint is None else self.merge(taint, arg.taint)
+            elif type(arg) in (list, tuple):
+                for item in arg:
+                    found = self.get(item)
+                    if found is not None:
+                        taint = self.merge(taint, found)
+        if kwargs:
+            for value in kwargs.values():
+                found = self.get(value)
+                if found is not None:
+                    taint = self.merge(taint, found)
+        if taint is None:
+            return
+        if type(out) in _TENSOR_TYPES:
+            current = by_id.get(id(out))
+            if current is None or current[1] is not taint or current[0]() is not out:
+                self.set(out, taint)
+        elif isinstance(out, (list, tuple)):
+            for item in out:
+                if isinstance(item, torch.Tensor):
+                    self.set(item, taint)
+        elif isinstance(out, torch.Tensor):
+            self.set(out, taint)
 
     def merge(self, first: Taint | None, second: Taint | None) -> Taint | None:
         """The union of two taints; for a tensor reached both ways the shorter chain wins."""
@@ -125,7 +195,10 @@ class TaintStore:
             return result
         return Taint({k: _append(c, event_for[k]) if k in event_for else c for k, c in taint.chains.items()})
 
-    def tainted_float(self, value: float, taint: Taint) -> TaintedFloat:
+    def tainted_float(self, value: float, taint: Taint) -> float:
+        """The number ``.item()`` returned, carrying its taint while that still matters."""
+        if not self.live(taint):
+            return value
         result = TaintedFloat(value)
         result.taint = taint
         floats, key = self._floats, id(result)

@@ -43,15 +43,15 @@ class Interceptor(TorchFunctionMode):
         state = self.state
         if state.snapshots:
             state.check_snapshots(func, args)
+        taints = state.taints
         if not _is_grad_enabled():
             if _requires_grad_in(args, kwargs) and state.pid == os.getpid():
                 state.no_grad_op(func, args, kwargs, out)
-                return out
-            if state.taints or state.taints.floats:
-                state.taints.propagate(args, kwargs, out)
+            elif taints.active:
+                taints.propagate(args, kwargs, out)
             return out
-        if state.taints or state.taints.floats:
-            state.taints.propagate(args, kwargs, out)
+        if taints.active:
+            taints.propagate(args, kwargs, out)
         if type(out) is Tensor:
             if not out.requires_grad:
                 self.non_differentiable(func, args, kwargs, [out])

@@ -64,13 +64,13 @@ class TaintStore:
         self._extensions: dict[tuple[int, int], tuple[Taint, Event, Taint]] = {}
 
     def __bool__(self) -> bool:
-        """Whether any live tensor or array carries a taint (the interceptor's slow-path switch)."""
+        """Whether any live tensor or array carries a taint."""
         return bool(self._by_id)
 
     @property
-    def floats(self) -> bool:
-        """Whether any tainted Python number is alive."""
-        return bool(self._floats)
+    def active(self) -> bool:
+        """Whether any live tensor, array or number carries a taint (the interceptor's slow-path switch)."""
+        return bool(self._by_id) or bool(self._floats)
 
     def settle(self, key: int) -> None:
         """The watched tensor ``key`` got a gradient: chains about it no longer need to travel."""

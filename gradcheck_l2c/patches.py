@@ -4,10 +4,12 @@
   and notices modules built inside another module's forward;
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
 - ``Optimizer.__init__``: remembers optimizers and where they were built;
-- ``torch.from_numpy`` (which torch-function modes do not see): values coming back from NumPy.
+- ``torch.from_numpy`` (which torch-function modes do not see): values coming back from NumPy;
+- ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor.
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -16,7 +18,7 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 
 from gradcheck_l2c.detectors.module_in_forward import inside_forward
-from gradcheck_l2c.locations import caller_is_user, user_frame, user_site
+from gradcheck_l2c.locations import OWN, caller_is_user, frame_kind, user_frame, user_site
 from gradcheck_l2c.state import OptimizerRecord, TraceState
 
 
@@ -33,15 +35,27 @@ class Patches:
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
         self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
+        self._replace_attribute(warnings, "showwarning", _user_located(warnings.showwarning))
 
     def restore(self) -> None:
         while self._undo:
             self._undo.pop()()
 
-    def _replace(self, owner: type, name: str, value: Any) -> None:
+    def _replace(self, owner: Any, name: str, value: Any) -> None:
         original = owner.__dict__[name]
         setattr(owner, name, value)
         self._undo.append(lambda: setattr(owner, name, original))
+
+    def _replace_attribute(self, owner: Any, name: str, value: Any) -> None:
+        """Like `_replace`, but leaves alone a value the traced code installed meanwhile."""
+        original = getattr(owner, name)
+        setattr(owner, name, value)
+
+        def undo() -> None:
+            if getattr(owner, name) is value:
+                setattr(owner, name, original)
+
+        self._undo.append(undo)
 
     def _on_parameter(self, module: nn.Module, name: str, param: Any) -> None:
         if param is None:
@@ -105,3 +119,20 @@ class Patches:
             return tensor
 
         return from_numpy
+
+
+def _user_located(show: Callable[..., Any]) -> Callable[..., Any]:
+    """``warnings.showwarning`` that puts a torch warning raised under the interceptor at the user's line.
+
+    Warnings from C++ name the innermost Python frame, which during a trace is the interceptor's.
+    """
+
+    def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                    line: str | None = None) -> None:
+        if frame_kind(filename) == OWN:
+            site = user_site(1)
+            if site is not None:
+                filename, lineno, line = site.file, site.line, None
+        show(message, category, filename, lineno, file, line)
+
+    return showwarning

@@ -7,6 +7,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import warnings
 
 import pytest
 import torch
@@ -27,6 +28,7 @@ def installed_state():
         nn.Parameter.__dict__["__new__"],
         torch.optim.Optimizer.__dict__["__init__"],
         torch.from_numpy,
+        warnings.showwarning,
         dict(module._global_parameter_registration_hooks),
     )
 
@@ -151,3 +153,17 @@ def test_findings_are_json_ready():
     assert document["findings"][0]["kind"] == "item"
     assert document["findings"][0]["line"] > 0
     assert {w["name"]: w["got_grad"] for w in document["watched"]}["alpha"] is False
+
+
+def test_torch_warnings_point_at_the_user_line(snippet):
+    script = snippet("""
+import torch
+a = torch.randn(3, requires_grad=True)
+value = float((a * 2).sum())  # <- warns
+""")
+    shown = []
+    with warnings.catch_warnings():  # restores showwarning afterwards
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda message, category, filename, lineno, *rest: shown.append((filename, lineno))
+        script.run()
+    assert shown == [(str(script.path), script.line("warns"))]

@@ -61,35 +61,12 @@ class GraphIndex:
 
     def reachable(self, sources: Iterable[int]) -> bytearray:
         """Mark every node reachable from ``sources`` along inputs (the sources included)."""
-        seen = bytearray(len(self.nodes))
-        stack = [s for s in sources]
-        for s in stack:
-            seen[s] = 1
-        starts, flat = self.starts, self.flat
-        while stack:
-            v = stack.pop()
-            for k in range(starts[v], starts[v + 1]):
-                u = flat[k]
-                if not seen[u]:
-                    seen[u] = 1
-                    stack.append(u)
-        return seen
+        return _flood(len(self.nodes), self.starts, self.flat, sources)
 
     def reaching(self, targets: Iterable[int]) -> bytearray:
         """Mark every node from which some node of ``targets`` is reachable (the targets included)."""
         rstarts, consumers = self._consumers()
-        seen = bytearray(len(self.nodes))
-        stack = [t for t in targets]
-        for t in stack:
-            seen[t] = 1
-        while stack:
-            u = stack.pop()
-            for k in range(rstarts[u], rstarts[u + 1]):
-                v = consumers[k]
-                if not seen[v]:
-                    seen[v] = 1
-                    stack.append(v)
-        return seen
+        return _flood(len(self.nodes), rstarts, consumers, targets)
 
     def _consumers(self) -> tuple[array, array]:
         """The reverse of the input arrays (built once, on first use): who consumes node ``i``."""
@@ -352,3 +329,19 @@ def _fold(result: Plan, special: Sequence[int], max_items: int, types: list[str]
     result.items = new_items
     result.edges = list(edges)
     result.folded = folded
+
+
+def _flood(size: int, starts: Any, edges: Any, sources: Iterable[int]) -> bytearray:
+    """Mark every node reachable from ``sources`` in the adjacency arrays (``edges[starts[v]:starts[v+1]]``)."""
+    seen = bytearray(size)
+    stack = list(sources)
+    for s in stack:
+        seen[s] = 1
+    while stack:
+        v = stack.pop()
+        for k in range(starts[v], starts[v + 1]):
+            u = edges[k]
+            if not seen[u]:
+                seen[u] = 1
+                stack.append(u)
+    return seen

@@ -114,7 +114,7 @@ def synthetic(
     train: int = 64,
     val: int = 32,
     test: int = 100,
-    noise: float = 6.0,
+    noise: float = 5.5,
     seed: int = 0,
 ) -> FederatedData:
     """Clustered synthetic data: node i is in cluster ``i * clusters // num_nodes`` (contiguous blocks).

@@ -170,7 +170,8 @@ def test_prune_drops_the_least_weighted_neighbours_never_itself():
 
 
 def test_cli_writes_summary_and_heatmap(tmp_path, capsys):
-    assert main(["--nodes", "4", "--rounds", "2", "--t0", "0", "--k0", "1", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    args = ["--nodes", "4", "--rounds", "2", "--t0", "0", "--k0", "1", "--device", "cpu", "--out", str(tmp_path)]
+    assert main(args) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["algo"] == "l2c" and len(summary["mean_accuracy_per_round"]) == 2
     assert len(summary["removed_edges"]) == 4

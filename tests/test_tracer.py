@@ -159,7 +159,7 @@ def test_torch_warnings_point_at_the_user_line(snippet):
     script = snippet("""
 import torch
 a = torch.randn(3, requires_grad=True)
-value = float((a * 2).sum())  # <- warns
+copy = torch.tensor(a * 2)  # <- warns
 """)
     shown = []
     with warnings.catch_warnings():  # restores showwarning afterwards

@@ -27,10 +27,10 @@ from gradcheck_l2c.report import display_path, format_report, json_document
 from gradcheck_l2c.runner import ScriptRunner
 
 SEED_MODULE = "reference.seed_l2c"
-#: The short L2C run: 4 nodes in 2 clusters for 3 rounds, a few seconds on a laptop CPU.
+#: The short L2C run: 4 nodes in 2 clusters for 8 rounds, a few seconds on a laptop CPU.
 DEMO_NODES = 4
 DEMO_CLUSTERS = 2
-DEMO_ROUNDS = 3
+DEMO_ROUNDS = 8
 
 
 def seed_script() -> str:

@@ -20,7 +20,7 @@ import torch
 from gradcheck_l2c import render_html
 from gradcheck_l2c.errors import GradcheckError, UsageError
 from gradcheck_l2c.graph import grad_roots
-from gradcheck_l2c.records import CapturedGraph, Cut, Finding
+from gradcheck_l2c.records import CAUSES, CapturedGraph, Cut, Finding
 from gradcheck_l2c.render_dot import Scene, Watched, draw, module_of
 from gradcheck_l2c.render_plan import GraphIndex, Plan, plan, select
 
@@ -259,7 +259,7 @@ def write_render_dir(graphs: Sequence[CapturedGraph], findings: Sequence[Finding
                      fmt: str = "svg", full: bool = False) -> list[Path]:
     """Write one image per captured graph (``graph-1.svg``, ...) and ``index.html`` listing the findings.
 
-    Each graph is drawn with its own cuts plus the findings about the tensors it is missing. The
+    Each graph is drawn with its own cuts plus the other causes found for the tensors it is missing. The
     returned paths are the images (``.dot`` sources when Graphviz is missing) and then ``index.html``.
     """
     check_format(fmt)
@@ -268,7 +268,8 @@ def write_render_dir(graphs: Sequence[CapturedGraph], findings: Sequence[Finding
     sections = []
     for number, captured in enumerate(graphs, 1):
         drawn_findings = {cut.finding for cut in captured.cuts}
-        extra = [f for f in findings if f.tensor in captured.missing and f not in drawn_findings]
+        extra = [f for f in findings
+                 if f.tensor in captured.missing and f.kind in CAUSES and f not in drawn_findings]
         saved = save_graph(render(captured, findings=[*captured.cuts, *extra], full=full), out / f"graph-{number}", fmt)
         sections.append(render_html.Section(number, captured.missing,
                                             [cut.finding for cut in captured.cuts] + extra, saved.path, saved.note))

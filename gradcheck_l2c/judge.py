@@ -85,13 +85,14 @@ def judge(state: TraceState) -> Verdict:
         tensor = watched.tensor
         if tensor is not None and not tensor.requires_grad:
             continue
-        severity = "error" if run.expected(watched) or run.optimized_param(watched) else "info"
+        if not (run.expected(watched) or run.optimized_param(watched)):
+            continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if watched.ever_grad:
             if watched.zero_checks and not watched.nonzero_grad:
-                run.findings.extend(_zero_gradient(run, watched, severity))
+                run.findings.extend(_zero_gradient(run, watched, "error"))
             continue
         for event in ordered_events(state.missed.get(watched.key, {}).keys()):
-            finding = run.cut_finding(event, watched.name, severity)
+            finding = run.cut_finding(event, watched.name)
             by_event[id(event)] = finding
             run.findings.append(finding)
     for taint in state.dead_ends:

@@ -1,7 +1,7 @@
 """The hooks and patches a trace installs besides its torch-function mode, each undone on exit.
 
-- a global parameter-registration hook: names parameters after the module attribute they are set on,
-  and notices modules built inside another module's forward;
+- global parameter- and module-registration hooks: name parameters after the outermost module that
+  holds them, and notice modules built inside another module's forward;
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
 - ``Optimizer.__init__``: remembers optimizers and where they were built;
 - ``torch.from_numpy`` (which torch-function modes do not see): values coming back from NumPy;
@@ -30,8 +30,9 @@ class Patches:
         self._undo: list[Callable[[], None]] = []
 
     def install(self) -> None:
-        handle = module_hooks.register_module_parameter_registration_hook(self._on_parameter)
-        self._undo.append(handle.remove)
+        for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
+                               (module_hooks.register_module_module_registration_hook, self._on_submodule)):
+            self._undo.append(register(hook).remove)
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
         self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
@@ -69,6 +70,11 @@ class Patches:
             return
         state.registry.add_module(module)
         state.watch_leaf(param, user_site(1), owner=(module, name))
+
+    def _on_submodule(self, parent: nn.Module, name: str, child: Any) -> None:
+        """A module gets a submodule: remember the parent, so parameters are named from the outermost."""
+        if child is not None and inside_forward(user_frame(1)) is None:
+            self.state.registry.add_module(parent)
 
     def _parameter_new(self, original: Callable[..., Any]) -> Callable[..., Any]:
         state = self.state

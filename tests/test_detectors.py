@@ -452,6 +452,15 @@ def test_normal_training_idioms_are_silent(snippet):
             val = F.cross_entropy(model(x), y).item()
     best = copy.deepcopy(model.state_dict())
     model.load_state_dict(best)
+    target = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    target.load_state_dict(model.state_dict())
+    for step in range(2):
+        with torch.no_grad():
+            goal = target(x).max(1).values
+        q = model(x).max(1).values
+        optimizer.zero_grad()
+        F.mse_loss(q, goal).backward()
+        optimizer.step()
     """))
     assert script.run().findings == []
 

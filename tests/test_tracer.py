@@ -30,6 +30,7 @@ def installed_state():
         torch.from_numpy,
         warnings.showwarning,
         dict(module._global_parameter_registration_hooks),
+        dict(module._global_module_registration_hooks),
     )
 
 

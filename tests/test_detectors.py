@@ -471,3 +471,58 @@ def test_watch_patterns_narrow_and_report_unmatched(snippet):
     assert {f.tensor for f in t.findings} == {"alpha"}
     assert t.unmatched_patterns == ["nothing_*"]
     assert "alpha" in t.watched_names
+
+
+TWINS = {
+    "module_in_forward": """
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+            self.head = nn.Linear(3, 3)
+        def forward(self, x):
+            return self.head(self.fc(x))
+    model = Net()
+    for _ in range(3):
+        F.cross_entropy(model(x), y).backward()
+    """,
+    "non_leaf_watched": """
+    w = torch.randn(4, 3, dtype=torch.float64).float().requires_grad_()
+    F.cross_entropy(x @ w, y).backward()
+    print(w.grad.shape)
+    """,
+    "inplace_saved": """
+    w = torch.randn(4, 3, requires_grad=True)
+    h = (x @ w).exp()
+    out = h * 2
+    h = h + 1
+    out.sum().backward()
+    """,
+    "unused_parameter": """
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 3)
+            self.head = nn.Linear(3, 3)
+        def forward(self, x):
+            return self.head(self.body(x))
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    """,
+    "non_differentiable": """
+    alpha = torch.full((3,), 0.3, requires_grad=True)
+    model = nn.Linear(4, 3)
+    steps = alpha * 4 + (torch.round(alpha * 4) - alpha * 4).detach()
+    F.cross_entropy(model(x) * steps, y).backward()
+    print(alpha.grad)
+    """,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TWINS))
+def test_scanner_twins_are_silent(snippet, kind):
+    t = snippet(program(TWINS[kind])).run()
+    assert t.findings == []
+    assert all(w.got_grad for w in t.watched)

@@ -47,14 +47,17 @@ class Interceptor(TorchFunctionMode):
         if not _is_grad_enabled():
             if _requires_grad_in(args, kwargs) and state.pid == os.getpid():
                 state.no_grad_op(func, args, kwargs, out)
-            elif taints.active:
+            elif taints.by_id or taints.numbers:
                 taints.propagate(args, kwargs, out)
             return out
-        if taints.active:
+        if taints.by_id or taints.numbers:
             taints.propagate(args, kwargs, out)
         if type(out) is Tensor:
             if not out.requires_grad:
-                self.non_differentiable(func, args, kwargs, [out])
+                # integer and bool results (argmax, comparisons, casts) of inputs with history are cuts;
+                # float results without grad are fresh tensors (zeros_like) or had no history anyway
+                if not out.is_floating_point() and _requires_grad_in(args, kwargs):
+                    self.non_differentiable(func, args, kwargs, [out])
             elif state.record_sites and out.grad_fn is not None:
                 _remember_site(out)
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:

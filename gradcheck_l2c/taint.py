@@ -56,8 +56,9 @@ class TaintStore:
     _MEMO_LIMIT = 4096
 
     def __init__(self) -> None:
-        self._by_id: dict[int, tuple[weakref.ref, Taint]] = {}
-        self._floats: dict[int, weakref.ref] = {}
+        # the interceptor reads these two directly: either non-empty switches on its slow path
+        self.by_id: dict[int, tuple[weakref.ref, Taint]] = {}  # tainted tensors and arrays, by id
+        self.numbers: dict[int, weakref.ref] = {}  # live TaintedFloats
         self._settled: set[int] = set()
         self._epoch = 0
         self._merges: dict[tuple[int, int], tuple[Taint, Taint, Taint]] = {}
@@ -65,12 +66,8 @@ class TaintStore:
 
     def __bool__(self) -> bool:
         """Whether any live tensor or array carries a taint."""
-        return bool(self._by_id)
+        return bool(self.by_id)
 
-    @property
-    def active(self) -> bool:
-        """Whether any live tensor, array or number carries a taint (the interceptor's slow-path switch)."""
-        return bool(self._by_id) or bool(self._floats)
 
     def settle(self, key: int) -> None:
         """The watched tensor ``key`` got a gradient: chains about it no longer need to travel."""
@@ -90,7 +87,7 @@ class TaintStore:
         if type(obj) is TaintedFloat:
             taint = obj.taint
         else:
-            entry = self._by_id.get(id(obj))
+            entry = self.by_id.get(id(obj))
             if entry is None or entry[0]() is not obj:
                 return None
             taint = entry[1]
@@ -102,33 +99,33 @@ class TaintStore:
         except TypeError:
             return
         ref.key = id(obj)
-        self._by_id[ref.key] = (ref, taint)
+        self.by_id[ref.key] = (ref, taint)
 
     def _drop(self, ref: "_KeyedRef") -> None:
-        entry = self._by_id.get(ref.key)
+        entry = self.by_id.get(ref.key)
         if entry is not None and entry[0] is ref:
-            del self._by_id[ref.key]
+            del self.by_id[ref.key]
 
     def assign(self, obj: Any, taint: Taint | None) -> None:
         """Set (or, with None, clear) an object's taint, touching nothing when it is unchanged."""
-        entry = self._by_id.get(id(obj))
+        entry = self.by_id.get(id(obj))
         if entry is not None and entry[0]() is obj:
             if entry[1] is taint:
                 return
             if taint is None:
-                del self._by_id[id(obj)]
+                del self.by_id[id(obj)]
                 return
         if taint is not None:
             self.set(obj, taint)
 
     def discard(self, obj: Any) -> None:
-        entry = self._by_id.get(id(obj))
+        entry = self.by_id.get(id(obj))
         if entry is not None and entry[0]() is obj:
-            del self._by_id[id(obj)]
+            del self.by_id[id(obj)]
 
     def propagate(self, args: tuple, kwargs: dict, out: Any) -> None:
         """The interceptor's hot path: give an op's output the union of its arguments' taints."""
-        by_id = self._by_id
+        by_id = self.by_id
         taint = None
         for arg in args:
             entry = by_id.get(id(arg))
@@ -201,7 +198,7 @@ class TaintStore:
             return value
         result = TaintedFloat(value)
         result.taint = taint
-        floats, key = self._floats, id(result)
+        floats, key = self.numbers, id(result)
         floats[key] = weakref.ref(result, lambda _, key=key: floats.pop(key, None))
         return result
 

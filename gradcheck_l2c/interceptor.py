@@ -78,7 +78,7 @@ class Interceptor(TorchFunctionMode):
         state = self.state
         taint = state.cut("non_differentiable", _op_label(func), inputs, site=user_site(2))
         if taint is not None:
-            taint = state.taints.merge(taint, state.taint_of_args(args, kwargs))
+            taint = state.taints.merge(taint, state.taints.of_args(args, kwargs))
             for out in dead:
                 state.taints.set(out, taint)
 
@@ -144,7 +144,7 @@ class Interceptor(TorchFunctionMode):
             in_state_dict = "_save_to_state_dict" in callers
             label = "state_dict()" if in_state_dict else f".{func.__name__}()"
             taint = state.cut("detach", label, [tensor], site=user_site(1))
-            state.mark(out, taint)
+            state.taints.mark(out, taint)
             if in_state_dict and tensor.is_leaf and tensor.requires_grad:
                 state.snapshot(tensor, out)
         return out
@@ -155,7 +155,7 @@ class Interceptor(TorchFunctionMode):
         state = self.state
         if tensor.requires_grad or state.taints:
             taint = state.cut("data_attr", ".data", [tensor], site=user_site(1))
-            state.mark(out, taint)
+            state.taints.mark(out, taint)
         return out
 
     def on_data_set(self, func, args, kwargs):
@@ -189,7 +189,7 @@ class Interceptor(TorchFunctionMode):
         if not _is_grad_enabled():
             state.no_grad_op(func, args, kwargs, out)
         elif state.taints:
-            state.mark(out, state.taint_of_args(args, kwargs))
+            state.taints.mark(out, state.taints.of_args(args, kwargs))
         return out
 
     def on_requires_grad(self, func, args, kwargs):
@@ -206,10 +206,10 @@ class Interceptor(TorchFunctionMode):
             inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
             if inputs:
                 taint = state.cut("non_differentiable", _op_label(func), inputs, site=user_site(1))
-                state.mark(out, state.taints.merge(taint, state.taint_of_args(args, kwargs)))
+                state.taints.mark(out, state.taints.merge(taint, state.taints.of_args(args, kwargs)))
                 return out
         if state.taints or not _is_grad_enabled():
-            state.mark(out, state.taint_of_args(args, kwargs))
+            state.taints.mark(out, state.taints.of_args(args, kwargs))
         return out
 
     def on_conversion(self, func, args, kwargs):
@@ -217,7 +217,7 @@ class Interceptor(TorchFunctionMode):
         tensor = args[0]
         state = self.state
         if state.taints:
-            state.mark(out, state.taint_of_args(args, kwargs))
+            state.taints.mark(out, state.taints.of_args(args, kwargs))
         if isinstance(out, Tensor) and out is not tensor and out.grad_fn is not None \
                 and tensor.is_leaf and tensor.requires_grad:
             _remember_site(out)
@@ -243,7 +243,7 @@ class Interceptor(TorchFunctionMode):
             state.inplace_log.append((user_site(1), _op_label(func), tuple(target.shape),
                                       target.dtype, target._version))
             if state.taints:
-                merged = state.taint_of_args(args, kwargs)
+                merged = state.taints.of_args(args, kwargs)
                 if merged is not None:
                     state.taints.set(target, merged)
         return out

@@ -159,38 +159,6 @@ class TraceState:
 
     # ---- taint ----------------------------------------------------------------------------
 
-    def taint_of_args(self, args: tuple, kwargs: dict | None = None) -> Taint | None:
-        get = self.taints.get
-        merge = self.taints.merge
-        result = None
-        for arg in args:
-            if type(arg) in (list, tuple):
-                for item in arg:
-                    found = get(item)
-                    if found is not None:
-                        result = merge(result, found)
-            else:
-                found = get(arg)
-                if found is not None:
-                    result = merge(result, found)
-        if kwargs:
-            for arg in kwargs.values():
-                found = get(arg)
-                if found is not None:
-                    result = merge(result, found)
-        return result
-
-    def mark(self, outputs: Any, taint: Taint | None) -> None:
-        """Give the tensors of an op's output a taint (replacing what they had)."""
-        if taint is None:
-            return
-        if isinstance(outputs, Tensor):
-            self.taints.set(outputs, taint)
-        elif type(outputs) in (list, tuple) or isinstance(outputs, tuple):
-            for out in outputs:
-                if isinstance(out, Tensor):
-                    self.taints.set(out, taint)
-
     # ---- cuts -----------------------------------------------------------------------------
 
     def cut(self, kind: str, detail: str, tensors: list[Tensor], site: Site | None = None,
@@ -270,12 +238,12 @@ class TraceState:
         targets = _inplace_targets(args) if inplace else []
         inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
         exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
-        taint = self.taint_of_args(args, kwargs)
+        taint = self.taints.of_args(args, kwargs)
         if any(self.reach(t) - exclude for t in inputs) and not _in_optimizer_step():
             taint = self.taints.merge(taint, self.cut("no_grad", _op_label(func), inputs, site=user_site(1),
                                                       exclude=exclude))
         if not inplace:
-            self.mark(out, taint)
+            self.taints.mark(out, taint)
             self._remember_replacement(func, inputs, out)
             return
         taint = _without(taint, exclude)

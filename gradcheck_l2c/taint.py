@@ -15,7 +15,6 @@ import torch
 from gradcheck_l2c.events import Event
 
 Chain = tuple[Event, ...]
-_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
 class Taint:
@@ -123,8 +122,8 @@ class TaintStore:
         if entry is not None and entry[0]() is obj:
             del self.by_id[id(obj)]
 
-    def propagate(self, args: tuple, kwargs: dict, out: Any) -> None:
-        """The interceptor's hot path: give an op's output the union of its arguments' taints."""
+    def of_args(self, args: tuple, kwargs: dict | None = None) -> Taint | None:
+        """The union of the taints of an op's arguments (also inside list and tuple arguments)."""
         by_id = self.by_id
         taint = None
         for arg in args:
@@ -145,18 +144,26 @@ class TaintStore:
                 found = self.get(value)
                 if found is not None:
                     taint = self.merge(taint, found)
+        return taint
+
+    def mark(self, out: Any, taint: Taint | None) -> None:
+        """Give the tensors of an op's output a taint (replacing what they had)."""
         if taint is None:
             return
-        if type(out) in _TENSOR_TYPES:
-            current = by_id.get(id(out))
+        if isinstance(out, torch.Tensor):
+            current = self.by_id.get(id(out))
             if current is None or current[1] is not taint or current[0]() is not out:
                 self.set(out, taint)
         elif isinstance(out, (list, tuple)):
             for item in out:
                 if isinstance(item, torch.Tensor):
                     self.set(item, taint)
-        elif isinstance(out, torch.Tensor):
-            self.set(out, taint)
+
+    def propagate(self, args: tuple, kwargs: dict, out: Any) -> None:
+        """The interceptor's hot path: give an op's output the union of its arguments' taints."""
+        taint = self.of_args(args, kwargs)
+        if taint is not None:
+            self.mark(out, taint)
 
     def merge(self, first: Taint | None, second: Taint | None) -> Taint | None:
         """The union of two taints; for a tensor reached both ways the shorter chain wins."""

@@ -59,7 +59,7 @@ class Interceptor(TorchFunctionMode):
                 if not out.is_floating_point() and _requires_grad_in(args, kwargs):
                     self.non_differentiable(func, args, kwargs, [out])
             elif state.record_sites and out.grad_fn is not None:
-                _remember_site(out)
+                _remember_site(out, state.module_path)
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:
                 state.watch_leaf(out, user_site(1), user_leaf=True)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
@@ -322,10 +322,14 @@ def _any_requires_grad(values, start: int) -> bool:
     return False
 
 
-def _remember_site(out: Tensor) -> None:
+def _remember_site(out: Tensor, modules: list[str] | None = None) -> None:
+    """Store on the output's autograd node the user line (and module) that made it, for drawing."""
+    metadata = out.grad_fn.metadata
     site = user_site(2)
     if site is not None:
-        out.grad_fn.metadata["gradcheck_site"] = (site.file, site.line)
+        metadata["gradcheck_site"] = (site.file, site.line)
+    if modules:
+        metadata["gradcheck_module"] = modules[-1]
 
 
 def _backward_roots(func, args, kwargs) -> list[Tensor]:

@@ -46,7 +46,7 @@ class GradcheckMagics(Magics):
         args = parse_argstring(self.gradcheck, line)
         watch = _watch(args.watch or [], self.shell.user_ns)
         try:
-            t = trace(watch=watch)
+            t = trace(watch=watch, record_sites=args.render)
             with t:
                 self.shell.run_cell(cell)
             assert_trace_clean(t, fail_on="never")  # only a watch name that matched nothing raises

@@ -28,11 +28,16 @@ class Patches:
     def __init__(self, state: TraceState) -> None:
         self.state = state
         self._undo: list[Callable[[], None]] = []
+        self._parents: list[nn.Module] = []  # the modules whose forward is running, outermost first
+        self._child_names: dict[tuple[int, int], str] = {}  # (id(parent), id(child)) -> attribute
 
     def install(self) -> None:
         for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
                                (module_hooks.register_module_module_registration_hook, self._on_submodule)):
             self._undo.append(register(hook).remove)
+        if self.state.record_sites:
+            self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
+            self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
         self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
@@ -71,10 +76,26 @@ class Patches:
         state.registry.add_module(module)
         state.watch_leaf(param, user_site(1), owner=(module, name))
 
+    def _enter_module(self, module: nn.Module, args: Any) -> None:
+        """Track which module's forward runs, so drawn nodes can be grouped by module."""
+        path = self.state.module_path
+        parent = path[-1] if path else None
+        name = type(module).__name__
+        if parent is not None:
+            name = parent + "." + (self._child_names.get((id(self._parents[-1]), id(module))) or name)
+        path.append(name)
+        self._parents.append(module)
+
+    def _leave_module(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._parents and self._parents[-1] is module:
+            self._parents.pop()
+            self.state.module_path.pop()
+
     def _on_submodule(self, parent: nn.Module, name: str, child: Any) -> None:
         """A module gets a submodule: remember the parent, so parameters are named from the outermost."""
         if child is not None and inside_forward(user_frame(1)) is None:
             self.state.registry.add_module(parent)
+            self._child_names[(id(parent), id(child))] = name
 
     def _parameter_new(self, original: Callable[..., Any]) -> Callable[..., Any]:
         state = self.state

@@ -201,12 +201,14 @@ def _plan(item: pytest.Item) -> _Plan | None:
     from gradcheck_l2c.errors import UsageError
     from gradcheck_l2c.tracer import trace
 
+    sites = bool(item.config.getoption("gradcheck_render"))  # forward lines on the drawn nodes
     if marker is None:
-        return _Plan(trace(), "error")
+        return _Plan(trace(record_sites=sites), "error")
     problem = _marker_problem(marker, uses_fixture)
     if problem is None:
         try:
-            return _Plan(trace(watch=marker.kwargs.get("watch")), marker.kwargs.get("fail_on", "error"))
+            return _Plan(trace(watch=marker.kwargs.get("watch"), record_sites=sites),
+                         marker.kwargs.get("fail_on", "error"))
         except (UsageError, TypeError) as err:
             problem = str(err)
     pytest.fail(f"{item.nodeid}: @pytest.mark.{MARKER}: {problem}", pytrace=False)

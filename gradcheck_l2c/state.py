@@ -82,6 +82,7 @@ class TraceState:
     graphs: list[PendingGraph] = field(default_factory=list)
     graph_signatures: set[int] = field(default_factory=set)
     pid: int = field(default_factory=os.getpid)
+    module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
 
     # ---- watching -------------------------------------------------------------------------
 

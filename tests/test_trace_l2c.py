@@ -92,3 +92,13 @@ def test_seed_graph_renders_alpha_red_with_both_cuts(seed_trace):
     assert f"seed_l2c.py:{line_of('model.load_state_dict(theta_next)')}" in source
     alpha_nodes = [line for line in source.splitlines() if "CNNCifar.alpha" in line and "fillcolor" in line]
     assert alpha_nodes and all("tomato" in line for line in alpha_nodes)
+
+
+def test_recorded_sites_group_the_drawing_by_module():
+    from gradcheck_l2c import render
+
+    with trace(record_sites=True) as t:
+        runpy.run_path(str(SEED), run_name="__main__")
+    source = render(t.graphs[0]).source
+    assert "label=<CNNCifar.conv1>" in source and "label=<CNNCifar.fc3>" in source
+    assert f"seed_l2c.py:{line_of('x = self.fc3(x)')}" in source

@@ -208,11 +208,15 @@ def _explain_graphless(state: TraceState, roots: list[torch.Tensor]) -> str | No
     if taint is None:
         return None
     state.dead_ends.append(taint)
-    lines = ["gradcheck-l2c: this value has no autograd graph because its inputs were cut off:"]
+    state.registry.resolve_names()
+    cut: dict[tuple, list[str]] = {}
     for key, chain in taint.chains.items():
         state.registry.all[key].got_grad = False
         for event in chain:
-            lines.append(f"  {event.site}: {event.detail} ({event.kind})")
+            cut.setdefault((event.site, event.detail, event.kind), []).append(state.registry.all[key].name)
+    lines = ["gradcheck-l2c: this value has no autograd graph because its inputs were cut off:"]
+    for (site, detail, kind), names in cut.items():
+        lines.append(f"  {site}: {kind}: `{detail}` cut {', '.join(dict.fromkeys(names))}")
     return "\n".join(lines)
 
 

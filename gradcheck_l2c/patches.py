@@ -5,6 +5,7 @@
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
 - ``Optimizer.__init__``: remembers optimizers and where they were built;
 - ``torch.from_numpy`` (which torch-function modes do not see): values coming back from NumPy;
+- ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
 - ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor.
 """
 from __future__ import annotations
@@ -41,6 +42,8 @@ class Patches:
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
         self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
+        self._replace(torch.autograd.Function, "apply",
+                      classmethod(self._function_apply(torch.autograd.Function.__dict__["apply"])))
         self._replace_attribute(warnings, "showwarning", _user_located(warnings.showwarning))
 
     def restore(self) -> None:
@@ -112,6 +115,18 @@ class Patches:
             return param
 
         return new
+
+    def _function_apply(self, original: Any) -> Callable[..., Any]:
+        state = self.state
+
+        def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+            state.custom_forward += 1
+            try:
+                return original.__get__(None, cls)(*args, **kwargs)
+            finally:
+                state.custom_forward -= 1
+
+        return apply
 
     def _optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
         state = self.state

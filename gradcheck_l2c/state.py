@@ -83,6 +83,8 @@ class TraceState:
     graph_signatures: set[int] = field(default_factory=set)
     pid: int = field(default_factory=os.getpid)
     module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
+    consumers: dict[int, str] = field(default_factory=dict)  # watched key -> op that takes the leaf
+    custom_forward: int = 0  # depth of custom autograd.Function forwards (grad is off there by design)
 
     # ---- watching -------------------------------------------------------------------------
 
@@ -240,7 +242,7 @@ class TraceState:
         inputs = [a for a in _tensors(args, kwargs) if a.requires_grad]
         exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
         taint = self.taints.of_args(args, kwargs)
-        if any(self.reach(t) - exclude for t in inputs) and not _in_optimizer_step():
+        if any(self.reach(t) - exclude for t in inputs) and not self.custom_forward and not _in_optimizer_step():
             taint = self.taints.merge(taint, self.cut("no_grad", _op_label(func), inputs, site=user_site(1),
                                                       exclude=exclude))
         if not inplace:
@@ -282,8 +284,13 @@ class TraceState:
         """After a backward: which watched tensors were reached, and which got values only via cuts."""
         self.backward_count += 1
         registry = self.registry
-        reached = set(self.reached_now)
+        # the accumulate hook fires even when a custom Function's backward returned None for the leaf
+        reached = {key for key in self.reached_now if _has_grad(registry.all[key].tensor)}
         self.reached_now.clear()
+        if self.backward_count <= 3:
+            for key in self._note_consumers(roots) - reached:
+                if not registry.all[key].ever_grad:
+                    registry.all[key].got_grad = False
         for key in reached:
             watched = registry.all[key]
             watched.got_grad = True
@@ -319,6 +326,20 @@ class TraceState:
             missing.setdefault(key, []).append(chain)
         if missing:
             self._capture(roots, missing)
+
+    def _note_consumers(self, roots: list[Tensor]) -> set[int]:
+        """Which op consumes each watched leaf in this graph (the one to blame if no gradient arrives);
+        returns the keys of the watched leaves in the graph."""
+        key_of = self.registry.key_of
+        found = set()
+        for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
+            for child, _ in node.next_functions:
+                variable = getattr(child, "variable", None) if child is not None else None
+                key = key_of(variable) if variable is not None else None
+                if key is not None:
+                    self.consumers.setdefault(key, type(node).__name__)
+                    found.add(key)
+        return found
 
     def _capture(self, roots: list[Tensor], missing: dict[int, list[Chain]]) -> None:
         if len(self.graphs) >= MAX_GRAPHS:
@@ -433,6 +454,10 @@ def _in_optimizer_step() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _has_grad(tensor: Tensor | None) -> bool:
+    return tensor is not None and tensor.grad is not None
 
 
 def _holds_tensor(out: Any) -> bool:

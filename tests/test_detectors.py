@@ -526,3 +526,36 @@ def test_scanner_twins_are_silent(snippet, kind):
     t = snippet(program(TWINS[kind])).run()
     assert t.findings == []
     assert all(w.got_grad for w in t.watched)
+
+
+def test_custom_function_that_drops_a_gradient(snippet):
+    buggy = snippet(program("""
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            return x * w
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, None
+    w = nn.Parameter(torch.ones(4))  # <- param
+    optimizer = torch.optim.SGD([w], lr=0.1)
+    Scale.apply(x, w).sum().backward()
+    """))
+    t = buggy.run()
+    assert [(f.kind, f.tensor, f.line) for f in t.findings] == [("non_differentiable", "w", buggy.line("param"))]
+    assert "ScaleBackward" in t.findings[0].message
+    fixed = snippet(program("""
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x * w
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            return grad * w, (grad * x).sum(0)
+    w = nn.Parameter(torch.ones(4))
+    optimizer = torch.optim.SGD([w], lr=0.1)
+    Scale.apply(x, w).sum().backward()
+    """))
+    assert fixed.run().findings == []

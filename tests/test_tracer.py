@@ -29,6 +29,7 @@ def installed_state():
         torch.optim.Optimizer.__dict__["__init__"],
         torch.from_numpy,
         warnings.showwarning,
+        torch.autograd.Function.__dict__["apply"],
         dict(module._global_parameter_registration_hooks),
         dict(module._global_module_registration_hooks),
     )

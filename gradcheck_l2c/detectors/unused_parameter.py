@@ -26,6 +26,16 @@ def scan(run) -> list[Finding]:
             continue
         owner = watched.owner[0]() if watched.owner else None
         site = watched.site or (module_site(owner) if owner is not None else None)
+        consumer = state.consumers.get(watched.key)
+        if consumer is not None:
+            found.append(run.finding(
+                "non_differentiable", "error" if expected else "warning", watched.name, site,
+                f"{watched.name} is in the loss's graph, but {consumer} passed it no gradient (a custom "
+                "autograd.Function whose backward returns None for it, or an input it does not differentiate).",
+                f"return a gradient for this input from {consumer}'s backward, or compute the path with "
+                "differentiable torch ops.",
+            ))
+            continue
         uses = [e for e in state.events.for_key(watched.key) if e.kind in _CUT_KINDS]
         if uses:
             last = max(uses, key=lambda e: e.order)

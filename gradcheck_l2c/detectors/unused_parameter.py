@@ -12,6 +12,7 @@ def scan(run) -> list[Finding]:
     state = run.state
     if state.backward_count == 0:
         return []
+    from gradcheck_l2c.detectors import CUTS
     from gradcheck_l2c.judge import module_site
 
     found = []
@@ -36,10 +37,13 @@ def scan(run) -> list[Finding]:
                 "differentiable torch ops.",
             ))
             continue
+        fix = ("use it in the computation of the loss, or set requires_grad_(False) on it if it is not meant "
+               "to learn.")
         uses = [e for e in state.events.for_key(watched.key) if e.kind in _CUT_KINDS]
         if uses:
             last = max(uses, key=lambda e: e.order)
             where = f"; its values were last used at {last.site} ({last.detail}), and that result never reached a loss"
+            fix = f"at {last.site}: {CUTS[last.kind].describe(last.detail, watched.name)[1]}"
         elif watched.is_parameter and owner is not None:
             where = (f"; no parameter of {type(owner).__name__} got a gradient, so its forward was never called "
                      "or its output was not used") if not _siblings_learn(run, owner) else (
@@ -49,9 +53,7 @@ def scan(run) -> list[Finding]:
         found.append(run.finding(
             KIND, "error" if expected else "warning", watched.name, site,
             f"{watched.name} never took part in computing a loss{where}.",
-            "use it in the forward pass that computes the loss (for mixing weights: build the evaluated "
-            "parameters from it, e.g. torch.func.functional_call(model, params_from(alpha), (x,))), "
-            "or set requires_grad_(False) if it is not meant to learn.",
+            fix,
         ))
     return found
 

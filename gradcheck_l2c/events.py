@@ -51,11 +51,5 @@ class EventLog:
     def of_kind(self, *kinds: str) -> list[Event]:
         return [event for event in self._events.values() if event.kind in kinds]
 
-    def forget_sources(self, keys: set[int]) -> None:
-        """Drop graph references of tensors that got their gradient: nothing to draw for them."""
-        for event in self._events.values():
-            if event.key in keys:
-                event.source = None
-
     def __len__(self) -> int:
         return len(self._events)

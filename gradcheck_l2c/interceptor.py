@@ -240,8 +240,10 @@ class Interceptor(TorchFunctionMode):
             state.check_snapshots(func, args)
         out = func(*args, **kwargs)
         if isinstance(target, Tensor):
-            state.inplace_log.append((user_site(1), _op_label(func), tuple(target.shape),
-                                      target.dtype, target._version))
+            site, label = user_site(1), _op_label(func)
+            state.inplace_log.append((site, label, tuple(target.shape), target.dtype, target._version))
+            if target.requires_grad:
+                state.inplace_write(target, site, label)
             if state.taints:
                 merged = state.taints.of_args(args, kwargs)
                 if merged is not None:

@@ -40,6 +40,9 @@ class Run:
         return watched.explicit or watched.grad_read is not None or watched.user_leaf or (
             self.state.spec.narrowed and watched.key in self.keys)
 
+    def expected_or_optimized(self, watched: Watched) -> bool:
+        return self.expected(watched) or self.optimized_param(watched)
+
     def optimized_param(self, watched: Watched) -> bool:
         """The tensor sits in an optimizer: someone meant it to learn."""
         tensor = watched.tensor
@@ -85,7 +88,7 @@ def judge(state: TraceState) -> Verdict:
         tensor = watched.tensor
         if tensor is not None and not tensor.requires_grad:
             continue
-        if not (run.expected(watched) or run.optimized_param(watched)):
+        if not run.expected_or_optimized(watched):
             continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if watched.ever_grad:
             if watched.zero_checks and not watched.nonzero_grad:

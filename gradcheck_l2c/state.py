@@ -85,6 +85,7 @@ class TraceState:
     module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
     consumers: dict[int, str] = field(default_factory=dict)  # watched key -> op that takes the leaf
     custom_forward: int = 0  # depth of custom autograd.Function forwards (grad is off there by design)
+    inplace_seen: dict[tuple[Site | None, str], list] = field(default_factory=dict)  # -> [keys, count]
 
     # ---- watching -------------------------------------------------------------------------
 
@@ -252,6 +253,18 @@ class TraceState:
         taint = _without(taint, exclude)
         for target in targets:
             self.taints.assign(target, taint)
+
+    def inplace_write(self, target: Tensor, site: Site | None, label: str) -> None:
+        """An in-place write in grad mode on a tensor with history: autograd records it, so it does
+        not cut the path; kept as a note for the tensors whose gradient then goes missing anyway.
+
+        The graph is walked once per place and operation, not once per call.
+        """
+        seen = self.inplace_seen.get((site, label))
+        if seen is None:
+            self.inplace_seen[(site, label)] = [self.reach(target), 1]
+        else:
+            seen[1] += 1
 
     def _remember_replacement(self, func: Any, inputs: list[Tensor], out: Any) -> None:
         """``w = w - lr * w.grad`` under no_grad: a new tensor shaped like a watched leaf, without history.

@@ -102,3 +102,11 @@ def test_recorded_sites_group_the_drawing_by_module():
     source = render(t.graphs[0]).source
     assert "label=<CNNCifar.conv1>" in source and "label=<CNNCifar.fc3>" in source
     assert f"seed_l2c.py:{line_of('x = self.fc3(x)')}" in source
+
+
+def test_seed_write_into_w_is_a_note_not_a_cut(seed_trace):
+    """The answer blamed `model.w[i] = ...`; autograd records that write, so it is only a note."""
+    notes = {(f.kind, f.tensor, f.line, f.severity) for f in seed_trace.findings if f.severity == "info"}
+    write = line_of("model.w[i] = compute_mixing_weights(")
+    assert ("inplace_saved", "CNNCifar.alpha", write, "info") in notes
+    assert all(f.line != write for f in seed_trace.findings if f.severity != "info")

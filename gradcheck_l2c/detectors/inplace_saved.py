@@ -1,7 +1,8 @@
 """`inplace_saved`: backward failed because a tensor it saved was changed in place.
 
 PyTorch names only the tensor's shape and version; we add the line of the in-place write and the
-operation (and line, when known) that saved the tensor.
+operation (and line, when known) that saved the tensor. Other in-place writes on the path of a
+gradient that went missing are listed as notes (``info``): autograd records them, they cut nothing.
 """
 from __future__ import annotations
 
@@ -44,6 +45,18 @@ def explain(state, text: str, roots) -> str | None:
 
 def scan(run) -> list[Finding]:
     found = []
+    for (site, label), (keys, count) in run.state.inplace_seen.items():
+        for key in sorted(keys & run.keys):
+            watched = run.state.registry.all[key]
+            if watched.ever_grad or not run.expected_or_optimized(watched):
+                continue
+            found.append(run.finding(
+                KIND, "info", watched.name, site,
+                f"`{label}` wrote in place into a tensor computed from {watched.name}; autograd records "
+                "such writes (CopySlices), so this line does not cut the gradient.",
+                "nothing to change here; look at the causes listed for this tensor.",
+                count,
+            ))
     for event in run.state.events.of_kind(KIND):
         saver = event.extra.get("saver", "an operation")
         saver_site = event.extra.get("saver_site")

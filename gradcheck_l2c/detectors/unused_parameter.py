@@ -23,7 +23,7 @@ def scan(run) -> list[Finding]:
         if tensor is not None and not tensor.requires_grad:
             continue
         expected = run.expected(watched)
-        if not (expected or run.optimized_param(watched)):
+        if not run.expected_or_optimized(watched):
             continue
         owner = watched.owner[0]() if watched.owner else None
         site = watched.site or (module_site(owner) if owner is not None else None)

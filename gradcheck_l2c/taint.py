@@ -73,6 +73,14 @@ class TaintStore:
         if key not in self._settled:
             self._settled.add(key)
             self._epoch += 1
+            # forget what no longer matters, so the interceptor's fast path comes back sooner
+            for ident, (_, taint) in list(self.by_id.items()):
+                if not self.live(taint):
+                    del self.by_id[ident]
+            for ident, ref in list(self.numbers.items()):
+                number = ref()
+                if number is None or not self.live(number.taint):
+                    del self.numbers[ident]
 
     def live(self, taint: Taint) -> bool:
         """Whether the taint still names a watched tensor that has not yet got a gradient."""
@@ -206,7 +214,7 @@ class TaintStore:
         result = TaintedFloat(value)
         result.taint = taint
         floats, key = self.numbers, id(result)
-        floats[key] = weakref.ref(result, lambda _, key=key: floats.pop(key, None))
+        floats[key] = weakref.ref(result, lambda ref, key=key: floats.get(key) is ref and floats.pop(key))
         return result
 
 

@@ -63,7 +63,7 @@ def format_report(
     budget = _Budget(max_findings)
     missing = [tensor for tensor in watched if tensor.got_grad is False]
     missing_names = {tensor.name for tensor in missing}
-    others = [finding for finding in findings if finding.tensor not in missing_names or finding.kind not in CAUSES]
+    others = [finding for finding in findings if not _is_cause(finding, missing_names)]
     notes = [finding for finding in others if finding.severity == "info"]
     if not verbose:
         others = [finding for finding in others if finding.severity != "info"]
@@ -103,13 +103,18 @@ class _Budget:
         return True
 
 
+def _is_cause(finding: Finding, missing_names: set[str]) -> bool:
+    """Listed under its tensor's "got no gradient" section: a cause, not a note or a side bug."""
+    return finding.tensor in missing_names and finding.kind in CAUSES and finding.severity != "info"
+
+
 def _missing_sections(missing: Sequence[WatchedTensor], findings: Sequence[Finding], paint: _Painter,
                       budget: _Budget, verbose: bool) -> list[str]:
     """One section per tensor without gradient, its causes numbered; those without a cause together."""
     lines: list[str] = []
     unexplained = []
     for tensor in missing:
-        causes = [finding for finding in findings if finding.tensor == tensor.name and finding.kind in CAUSES]
+        causes = [finding for finding in findings if finding.tensor == tensor.name and _is_cause(finding, {tensor.name})]
         if not causes:
             unexplained.append(tensor)
             continue

@@ -101,6 +101,8 @@ class TraceState:
         watched = self.registry.add(tensor, site, owner=owner, explicit=explicit)
         watched.user_leaf = watched.user_leaf or user_leaf
         if watched.hook is None:
+            watched.born = self.backward_count
+        if watched.hook is None:
             reached = self.reached_now
             key = watched.key
             watched.hook = tensor.register_post_accumulate_grad_hook(lambda _t, key=key: reached.append(key))
@@ -310,6 +312,7 @@ class TraceState:
             if not watched.ever_grad:
                 watched.ever_grad = True
                 self.taints.settle(key)
+                self._check_optimized(watched)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
                 tensor = watched.tensor
                 if tensor is not None and tensor.grad is not None:
@@ -339,6 +342,13 @@ class TraceState:
             missing.setdefault(key, []).append(chain)
         if missing:
             self._capture(roots, missing)
+
+    def _check_optimized(self, watched: Any) -> None:
+        """A parameter's first gradient: is any optimizer going to use it? (Checked now, while it lives.)"""
+        tensor = watched.tensor
+        if watched.is_parameter and self.optimizers and tensor is not None \
+                and not any(record.holds(tensor) for record in self.optimizers):
+            self.events.record("optimizer", watched.key, watched.site, "none")
 
     def _note_consumers(self, roots: list[Tensor]) -> set[int]:
         """Which op consumes each watched leaf in this graph (the one to blame if no gradient arrives);

@@ -39,6 +39,7 @@ class Watched:
     nonzero_grad: bool = False
     zero_checks: int = 0
     grad_read: Site | None = None  # user code read .grad and found None or zeros
+    born: int = 0  # backward calls seen before it was watched
     hook: Any = None
 
     @property

@@ -559,3 +559,17 @@ def test_custom_function_that_drops_a_gradient(snippet):
     Scale.apply(x, w).sum().backward()
     """))
     assert fixed.run().findings == []
+
+
+def test_parameter_replaced_after_the_optimizer_was_built(snippet):
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        model.weight = nn.Parameter(model.weight * 0.5)  # <- replaced
+    """))
+    found = [(f.kind, f.tensor, f.line, f.severity) for f in script.run().findings]
+    assert found == [("optimizer", "Linear.weight", script.line("replaced"), "warning")]

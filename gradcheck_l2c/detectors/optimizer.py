@@ -1,4 +1,8 @@
-"""`optimizer`: a watched parameter sits in two live optimizers at once, or gets gradients but is in none."""
+"""`optimizer`: a watched parameter sits in two live optimizers at once, or gets gradients but is in none.
+
+Both are noticed while the tensors live: at an optimizer's construction, and at a parameter's first
+gradient.
+"""
 from __future__ import annotations
 
 from gradcheck_l2c.records import Finding
@@ -13,6 +17,20 @@ def scan(run) -> list[Finding]:
         if event.key not in run.keys:
             continue
         name = run.name(event.key)
+        if event.detail == "none":
+            tensor = state.registry.all[event.key].tensor
+            if tensor is not None and any(record.holds(tensor) for record in state.optimizers):
+                continue  # an optimizer built later took it
+            found.append(run.finding(
+                KIND, "warning", name, event.site,
+                f"{name} gets gradients but is in no optimizer, so it never changes (a parameter made after "
+                "the optimizer, or left out of its list).",
+                "build the optimizer after the model is complete, or add it with "
+                "optimizer.add_param_group({'params': [param]}); freeze it with requires_grad_(False) "
+                "if it should not learn.",
+                event.count,
+            ))
+            continue
         attr = name.split(".", 1)[-1]
         found.append(run.finding(
             KIND, "warning", name, event.site,
@@ -22,17 +40,4 @@ def scan(run) -> list[Finding]:
             f"[p for n, p in model.named_parameters() if n != '{attr}'] for the {event.extra['first']}.",
             event.count,
         ))
-    if not state.optimizers:
-        return found
-    for watched in run.watched():
-        tensor = watched.tensor
-        if tensor is None or not watched.is_parameter or not watched.ever_grad or not tensor.requires_grad:
-            continue
-        if not any(record.holds(tensor) for record in state.optimizers):
-            found.append(run.finding(
-                KIND, "warning", watched.name, watched.site or state.optimizers[0].site,
-                f"{watched.name} gets gradients but is in no optimizer, so it never changes.",
-                "add it to an optimizer (built after the parameter exists), or freeze it with "
-                "requires_grad_(False).",
-            ))
     return found

@@ -23,8 +23,8 @@ def scan(run) -> list[Finding]:
         if tensor is not None and not tensor.requires_grad:
             continue
         expected = run.expected(watched)
-        if not run.expected_or_optimized(watched):
-            continue
+        if not run.expected_or_optimized(watched) or watched.born >= state.backward_count:
+            continue  # not meant to learn, or no backward ran since it was made
         owner = watched.owner[0]() if watched.owner else None
         site = watched.site or (module_site(owner) if owner is not None else None)
         consumer = state.consumers.get(watched.key)

@@ -78,7 +78,6 @@ class TraceState:
     snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
     optimizers: list[OptimizerRecord] = field(default_factory=list)
     inplace_log: deque = field(default_factory=lambda: deque(maxlen=256))
-    error_notes: list[Event] = field(default_factory=list)
     graphs: list[PendingGraph] = field(default_factory=list)
     graph_signatures: set[int] = field(default_factory=set)
     pid: int = field(default_factory=os.getpid)
@@ -102,7 +101,6 @@ class TraceState:
         watched.user_leaf = watched.user_leaf or user_leaf
         if watched.hook is None:
             watched.born = self.backward_count
-        if watched.hook is None:
             reached = self.reached_now
             key = watched.key
             watched.hook = tensor.register_post_accumulate_grad_hook(lambda _t, key=key: reached.append(key))
@@ -162,8 +160,6 @@ class TraceState:
         result = frozenset(keys)
         metadata[_REACH] = result
         return result
-
-    # ---- taint ----------------------------------------------------------------------------
 
     # ---- cuts -----------------------------------------------------------------------------
 

@@ -177,17 +177,11 @@ class WatchRegistry:
             if id(module) in inner:
                 continue
             root = type(module).__name__
-            for qualname, param in module.named_parameters(remove_duplicate=False):
-                names = qualified.setdefault(id(param), [])
+            for qualname, tensor in _named_tensors(module):
+                names = qualified.setdefault(id(tensor), [])
                 names.extend([f"{root}.{qualname}", qualname])
                 if variable:
                     names.append(f"{variable}.{qualname}")
-            for attr, value in vars(module).items():
-                if isinstance(value, torch.Tensor) and not attr.startswith("_"):
-                    names = qualified.setdefault(id(value), [])
-                    names.extend([f"{root}.{attr}", attr])
-                    if variable:
-                        names.append(f"{variable}.{attr}")
         for watched in self.all:
             tensor = watched.ref()
             names = qualified.get(id(tensor), []) if tensor is not None else []
@@ -208,6 +202,24 @@ class WatchRegistry:
         if watched.site is not None:
             return f"{os.path.basename(watched.site.file)}:{watched.site.line}"
         return f"tensor#{watched.key}"
+
+
+def _named_tensors(root: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """Parameters, then grad-requiring tensors held as plain attributes (also inside a list, tuple or
+    dict attribute) of ``root`` and its submodules, with their dotted names (``layers[0]``)."""
+    found = list(root.named_parameters(remove_duplicate=False))
+    for prefix, module in root.named_modules():
+        dot = f"{prefix}." if prefix else ""
+        for attr, value in vars(module).items():
+            if attr.startswith("_"):
+                continue
+            if isinstance(value, torch.Tensor):
+                found.append((f"{dot}{attr}", value))
+            elif type(value) in (list, tuple):
+                found.extend((f"{dot}{attr}[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
+            elif type(value) is dict:
+                found.extend((f"{dot}{attr}[{k!r}]", v) for k, v in value.items() if isinstance(v, torch.Tensor))
+    return found
 
 
 def owner_of(module: nn.Module, attr: str) -> tuple[weakref.ref, str, str]:

@@ -3,7 +3,8 @@
 - global parameter- and module-registration hooks: name parameters after the outermost module that
   holds them, and notice modules built inside another module's forward;
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
-- ``Optimizer.__init__``: remembers optimizers and where they were built;
+- ``Optimizer.__init__``: remembers optimizers and where they were built; a global step pre-hook
+  notices a ``step()`` whose gradients were all erased since the last backward;
 - ``torch.from_numpy`` (which torch-function modes do not see): values coming back from NumPy;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
 - ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor.
@@ -17,6 +18,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 from torch.nn.modules import module as module_hooks
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from gradcheck_l2c.detectors.module_in_forward import inside_forward
 from gradcheck_l2c.locations import OWN, caller_is_user, frame_kind, user_frame, user_site
@@ -31,6 +33,7 @@ class Patches:
         self._undo: list[Callable[[], None]] = []
         self._parents: list[nn.Module] = []  # the modules whose forward is running, outermost first
         self._child_names: dict[tuple[int, int], str] = {}  # (id(parent), id(child)) -> attribute
+        self._last_step: dict[int, int] = {}  # id(optimizer) -> backward calls seen at its last step
 
     def install(self) -> None:
         for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
@@ -39,6 +42,7 @@ class Patches:
         if self.state.record_sites:
             self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
             self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
+        self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
         self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
@@ -115,6 +119,21 @@ class Patches:
             return param
 
         return new
+
+    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """``step()`` with no gradient at all although backward ran since the last step: they were
+        erased in between (``zero_grad()`` after ``backward()``)."""
+        state = self.state
+        since = self._last_step.get(id(optimizer), 0)
+        self._last_step[id(optimizer)] = state.backward_count
+        if state.backward_count == since:
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        if not params or params[0].grad is not None or any(p.grad is not None for p in params):
+            return
+        key = state.registry.key_of(params[0])
+        state.events.record("optimizer", -1 if key is None else key, user_site(1), "erased",
+                            optimizer=type(optimizer).__name__, size=len(params))
 
     def _function_apply(self, original: Any) -> Callable[..., Any]:
         state = self.state

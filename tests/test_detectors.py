@@ -573,3 +573,28 @@ def test_parameter_replaced_after_the_optimizer_was_built(snippet):
     """))
     found = [(f.kind, f.tensor, f.line, f.severity) for f in script.run().findings]
     assert found == [("optimizer", "Linear.weight", script.line("replaced"), "warning")]
+
+
+def test_zero_grad_between_backward_and_step(snippet):
+    buggy = snippet(program("""
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()  # <- step
+    """))
+    found = [(f.kind, f.line, f.count, f.severity) for f in buggy.run().findings]
+    assert found == [("optimizer", buggy.line("step"), 3, "error")]
+    fixed = snippet(program("""
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    optimizer.step()
+    """))
+    assert fixed.run().findings == []

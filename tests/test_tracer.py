@@ -22,6 +22,7 @@ from gradcheck_l2c.tracer import active_trace
 def installed_state():
     """Everything a trace patches, as identities to compare before and after."""
     from torch.nn.modules import module
+    from torch.optim.optimizer import _global_optimizer_pre_hooks
 
     return (
         len(_get_current_function_mode_stack()),
@@ -32,6 +33,7 @@ def installed_state():
         torch.autograd.Function.__dict__["apply"],
         dict(module._global_parameter_registration_hooks),
         dict(module._global_module_registration_hooks),
+        dict(_global_optimizer_pre_hooks),
     )
 
 

@@ -1,4 +1,5 @@
-"""`optimizer`: a watched parameter sits in two live optimizers at once, or gets gradients but is in none.
+"""`optimizer`: a watched parameter sits in two live optimizers at once, or gets gradients but is in
+none; or a ``step()`` finds every gradient erased since the last backward.
 
 Both are noticed while the tensors live: at an optimizer's construction, and at a parameter's first
 gradient.
@@ -14,6 +15,17 @@ def scan(run) -> list[Finding]:
     state = run.state
     found = []
     for event in state.events.of_kind(KIND):
+        if event.detail == "erased":
+            optimizer = event.extra["optimizer"]
+            found.append(run.finding(
+                KIND, "error", f"{optimizer} ({event.extra['size']} parameters)", event.site,
+                f"{optimizer}.step() found no gradient on any of its parameters although backward() ran since "
+                "the previous step: they were erased in between, so this step changes nothing.",
+                "call optimizer.zero_grad() before loss.backward() (or right after step()), never between "
+                "backward() and step().",
+                event.count,
+            ))
+            continue
         if event.key not in run.keys:
             continue
         name = run.name(event.key)

@@ -131,6 +131,9 @@ class Patches:
         params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
         if not params or params[0].grad is not None or any(p.grad is not None for p in params):
             return
+        watched = [w for w in map(state.registry.get, params) if w is not None]
+        if not any(w.last_reached > since for w in watched):
+            return  # they never got gradients: that is told per tensor, not as erased ones
         key = state.registry.key_of(params[0])
         state.events.record("optimizer", -1 if key is None else key, user_site(1), "erased",
                             optimizer=type(optimizer).__name__, size=len(params))

@@ -305,6 +305,7 @@ class TraceState:
         for key in reached:
             watched = registry.all[key]
             watched.got_grad = True
+            watched.last_reached = self.backward_count
             if not watched.ever_grad:
                 watched.ever_grad = True
                 self.taints.settle(key)

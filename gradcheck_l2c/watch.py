@@ -40,6 +40,7 @@ class Watched:
     zero_checks: int = 0
     grad_read: Site | None = None  # user code read .grad and found None or zeros
     born: int = 0  # backward calls seen before it was watched
+    last_reached: int = 0  # the backward call (1-based) that last gave it a gradient
     hook: Any = None
 
     @property

@@ -115,24 +115,10 @@ class Interceptor(TorchFunctionMode):
 
     def on_rewrap(self, func, args, kwargs):
         out = func(*args, **kwargs)
-        state = self.state
         data = args[0] if args else kwargs.get("data")
         if isinstance(data, Tensor) and out is data:
             return out  # as_tensor of a tensor returns it unchanged: nothing is cut
-        tensors, taint = _scan_data(state, data)
-        live = [t for t in tensors if t.requires_grad]
-        if live or taint is not None:
-            site = user_site(1)
-            label = f"torch.{func.__name__}()"
-            cut = state.cut("tensor_rewrap", label, live, site=site)
-            event_taint = state.taints.merge(cut, None)
-            if taint is not None:
-                events = {k: state.events.record("tensor_rewrap", k, site, label) for k in taint.chains}
-                event_taint = state.taints.merge(event_taint, state.taints.extend(taint, events))
-            if event_taint is not None:
-                state.taints.set(out, event_taint)
-        if kwargs.get("requires_grad") is True and isinstance(out, Tensor):
-            state.watch_leaf(out, user_site(1), user_leaf=True)
+        self.state.rewrap(f"torch.{func.__name__}()", data, out, user_site(1), kwargs.get("requires_grad") is True)
         return out
 
     def on_detach(self, func, args, kwargs):
@@ -339,26 +325,6 @@ def _backward_roots(func, args, kwargs) -> list[Tensor]:
     if isinstance(first, Tensor):
         return [first]
     return [t for t in first if isinstance(t, Tensor)]
-
-
-def _scan_data(state: TraceState, data: Any, limit: int = 10_000):
-    """Tensors and taint inside the nested data passed to ``torch.tensor``."""
-    tensors: list[Tensor] = []
-    taint = None
-    stack = [data]
-    seen = 0
-    while stack and seen < limit:
-        item = stack.pop()
-        seen += 1
-        if isinstance(item, Tensor):
-            tensors.append(item)
-        elif type(item) in (list, tuple):
-            stack.extend(item)
-            continue
-        found = state.taints.get(item)
-        if found is not None:
-            taint = state.taints.merge(taint, found)
-    return tensors, taint
 
 
 def _handlers(mode: Interceptor) -> dict[Any, Callable[..., Any]]:

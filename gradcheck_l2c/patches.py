@@ -5,7 +5,8 @@
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
 - ``Optimizer.__init__``: remembers optimizers and where they were built; a global step pre-hook
   notices a ``step()`` whose gradients were all erased since the last backward;
-- ``torch.from_numpy`` (which torch-function modes do not see): values coming back from NumPy;
+- ``torch.from_numpy`` and the legacy ``Variable(...)`` (which torch-function modes do not see):
+  values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
 - ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor.
 """
@@ -46,6 +47,9 @@ class Patches:
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
         self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
+        variable = self._variable(torch.autograd.variable.Variable)
+        self._replace(torch.autograd, "Variable", variable)
+        self._replace(torch.autograd.variable, "Variable", variable)
         self._replace(torch.autograd.Function, "apply",
                       classmethod(self._function_apply(torch.autograd.Function.__dict__["apply"])))
         self._replace_attribute(warnings, "showwarning", _user_located(warnings.showwarning))
@@ -174,15 +178,23 @@ class Patches:
 
         def from_numpy(array: Any) -> torch.Tensor:
             tensor = original(array)
-            taint = state.taints.get(array)
-            if taint is not None:
-                site = user_site(1)
-                events = {k: state.events.record("tensor_rewrap", k, site, "torch.from_numpy()")
-                          for k in taint.chains}
-                state.taints.set(tensor, state.taints.extend(taint, events))
+            if state.taints:
+                state.rewrap("torch.from_numpy()", array, tensor, user_site(1), False)
             return tensor
 
         return from_numpy
+
+    def _variable(self, original: type) -> type:
+        """A stand-in for the legacy ``Variable`` class: still matches ``isinstance``, and reports."""
+        state = self.state
+
+        class Variable(original):  # type: ignore[misc, valid-type]
+            def __new__(cls, data: Any = None, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Any:
+                out = original(data, *args, requires_grad=requires_grad, **kwargs)
+                state.rewrap("Variable()", data, out, user_site(1), requires_grad)
+                return out
+
+        return Variable
 
 
 def _user_located(show: Callable[..., Any]) -> Callable[..., Any]:

@@ -231,6 +231,14 @@ class TraceState:
         for target in targets:
             self.taints.set(target, result)
 
+    def rewrap(self, label: str, data: Any, out: Tensor, site: Site | None, requires_grad: bool) -> None:
+        """A new tensor built from ``data`` (``torch.tensor``, ``from_numpy``, ``Variable``): values with
+        history or taint come back in without it; with ``requires_grad`` it is a new leaf to watch."""
+        if isinstance(out, Tensor):
+            self.reenter("tensor_rewrap", label, _data_items(data), [out], site=site)
+            if requires_grad:
+                self.watch_leaf(out, site, user_leaf=True)
+
     def no_grad_op(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         """An op ran with grad disabled on inputs that require grad: what reaches watched tensors is cut here."""
         name = getattr(func, "__name__", "")
@@ -446,6 +454,19 @@ def _flat(args: tuple):
             yield from arg
         else:
             yield arg
+
+
+def _data_items(data: Any, limit: int = 10_000) -> list[Any]:
+    """The leaves (tensors, numbers, arrays) of the nested lists and tuples given to ``torch.tensor``."""
+    items: list[Any] = []
+    stack = [data]
+    while stack and len(items) < limit:
+        item = stack.pop()
+        if type(item) in (list, tuple):
+            stack.extend(item)
+        else:
+            items.append(item)
+    return items
 
 
 def _tensors(args: tuple, kwargs: dict | None) -> list[Tensor]:

@@ -598,3 +598,17 @@ def test_zero_grad_between_backward_and_step(snippet):
     optimizer.step()
     """))
     assert fixed.run().findings == []
+
+
+def test_legacy_variable_rewrap(snippet):
+    script = snippet(program("""
+    from torch.autograd import Variable
+    w = torch.randn(4, 3, requires_grad=True)
+    hidden = x @ w
+    hidden = Variable(hidden.data, requires_grad=True)  # <- variable
+    F.cross_entropy(hidden, y).backward()
+    """))
+    t = script.run()
+    assert [(f.kind, f.line) for f in t.findings if f.tensor == "w"] == [
+        ("data_attr", script.line("variable")), ("tensor_rewrap", script.line("variable"))]
+    assert isinstance(t.namespace["hidden"], t.namespace["Variable"])

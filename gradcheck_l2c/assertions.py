@@ -17,12 +17,10 @@ import torch
 
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.graph import iter_nodes
-from gradcheck_l2c.records import SEVERITIES, Finding
+from gradcheck_l2c.records import FAIL_ON, Finding, fails
 from gradcheck_l2c.report import display_path
 from gradcheck_l2c.tracer import DISABLE_VARIABLE, Trace, active_trace, trace
 
-#: ``fail_on`` values: fail on findings at least this severe; ``"never"`` only records.
-FAIL_ON: tuple[str, ...] = (*SEVERITIES, "never")
 
 _NO_TRACE_HINT = (
     "Run the step under gradcheck_l2c.trace() or @pytest.mark.gradcheck to see the file:line "
@@ -92,10 +90,7 @@ def assert_trace_clean(t: Trace, *, fail_on: str = "error") -> None:
             f"watch pattern(s) {', '.join(repr(p) for p in t.unmatched_patterns)} matched no tensor; "
             f"the trace saw: {known}"
         )
-    if fail_on == "never":
-        return
-    worst = SEVERITIES.index(fail_on)
-    if any(SEVERITIES.index(f.severity) <= worst for f in t.findings):
+    if fails(t.findings, fail_on):
         raise AssertionError(t.report())
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import gradcheck_l2c
 from gradcheck_l2c.errors import GradcheckError, UsageError
+from gradcheck_l2c.records import fails
 from gradcheck_l2c.report import format_report, json_document, summary_line
 from gradcheck_l2c.runner import Outcome, ScriptRunner, run_script, show_exception
 from gradcheck_l2c.status import StatusLine, sharing_terminal
@@ -34,7 +35,6 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 #: Severities that fail the run, per ``--fail-on`` level.
-FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
 
 # Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
 _VALUE_OPTIONS = frozenset({"--watch", "--json", "--fail-on", "--max-findings", "--render", "--format"})
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="watch only tensors whose name matches: `alpha`, `*.alpha`, `model.fc1.*` "
                        "(repeatable; default: every parameter and every leaf that requires grad)")
     trace.add_argument("--json", metavar="FILE", help="also write the findings as JSON to FILE")
-    trace.add_argument("--fail-on", choices=tuple(FAIL_ON), default="error",
+    trace.add_argument("--fail-on", choices=("error", "warning", "never"), default="error",
                        help="lowest severity that makes the exit status 1 (default: %(default)s)")
     trace.add_argument("--max-findings", type=_count, metavar="N", help="list at most N entries")
     trace.add_argument("--render", metavar="DIR",
@@ -223,8 +223,7 @@ def exit_code(outcome: Outcome, findings: Sequence[Any], fail_on: str) -> int:
         return EXIT_FINDINGS
     if outcome.exit_status:
         return outcome.exit_status
-    failing = FAIL_ON[fail_on]
-    return EXIT_FINDINGS if any(finding.severity in failing for finding in findings) else EXIT_OK
+    return EXIT_FINDINGS if fails(findings, fail_on) else EXIT_OK
 
 
 def unmatched_warning(patterns: Sequence[str], names: Sequence[str]) -> str:

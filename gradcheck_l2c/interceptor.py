@@ -240,13 +240,7 @@ class Interceptor(TorchFunctionMode):
         roots = _backward_roots(func, args, kwargs)
         inputs = kwargs.get("inputs")
         state = self.state
-        try:
-            out = func(*args, **kwargs)
-        except RuntimeError as error:
-            from gradcheck_l2c.judge import explain_backward_error
-
-            explain_backward_error(state, error, roots)
-            raise
+        out = _explained(state, func, args, kwargs, roots)
         keys = None
         if inputs is not None:
             inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -261,13 +255,7 @@ class Interceptor(TorchFunctionMode):
         roots = [outputs] if isinstance(outputs, Tensor) else list(outputs)
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
         state = self.state
-        try:
-            grads = func(*args, **kwargs)
-        except RuntimeError as error:
-            from gradcheck_l2c.judge import explain_backward_error
-
-            explain_backward_error(state, error, roots)
-            raise
+        grads = _explained(state, func, args, kwargs, roots)
         for tensor, grad in zip(inputs, grads):
             key = state.registry.key_of(tensor)
             if key is not None and grad is not None:
@@ -318,6 +306,17 @@ def _remember_site(out: Tensor, modules: list[str] | None = None) -> None:
         metadata["gradcheck_site"] = (site.file, site.line)
     if modules:
         metadata["gradcheck_module"] = modules[-1]
+
+
+def _explained(state: TraceState, func, args, kwargs, roots: list[Tensor]) -> Any:
+    """Run a backward; if PyTorch refuses, add what the trace knows to its error and re-raise it."""
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError as error:
+        from gradcheck_l2c.judge import explain_backward_error
+
+        explain_backward_error(state, error, roots)
+        raise
 
 
 def _backward_roots(func, args, kwargs) -> list[Tensor]:

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+#: ``fail_on`` levels: a finding at least this severe fails; ``"never"`` only records.
+FAIL_ON: tuple[str, ...] = (*SEVERITIES, "never")
 
 #: Every kind a detector may report, in the order the README documents them.
 KINDS: tuple[str, ...] = (
@@ -107,3 +109,11 @@ class CapturedGraph:
     missing: tuple[str, ...]
     cuts: tuple[Cut, ...]
     signature: int
+
+
+def fails(findings: Any, fail_on: str) -> bool:
+    """Whether any finding is at least as severe as ``fail_on`` (one of :data:`FAIL_ON`)."""
+    if fail_on == "never":
+        return False
+    worst = SEVERITIES.index(fail_on)
+    return any(SEVERITIES.index(finding.severity) <= worst for finding in findings)

@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from gradcheck_l2c.tracer import Trace, trace
 
@@ -45,3 +46,12 @@ def snippet(tmp_path):
         return Snippet(tmp_path / f"train_{next(counter)}.py", code)
 
     return make
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny convolutions gain nothing from a second thread, and lose ten-fold when the CPUs are shared."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)

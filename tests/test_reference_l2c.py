@@ -28,13 +28,7 @@ from reference.l2c import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny convolutions gain nothing from a second thread, and lose ten-fold when the CPUs are shared."""
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def tiny_config(**overrides) -> L2CConfig:

@@ -18,12 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = Path(seed.__file__)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("command", [["reference/seed_l2c.py"], ["-m", "reference.seed_l2c"]])

@@ -115,8 +115,8 @@ def run_torchviz(case: str, timeout: float) -> dict[str, float | str]:
 
 
 def measure(case: str, timeout: float) -> dict[str, object]:
-    from gradcheck_l2c.graph import iter_nodes
-    from gradcheck_l2c.renderer import render, save_graph
+    from gradcheck_l2c.present.draw.render import render, save_graph
+    from gradcheck_l2c.record.graph import iter_nodes
 
     start = time.perf_counter()
     loss, params = CASES[case]()

@@ -16,11 +16,10 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.errors import UsageError
-from gradcheck_l2c.graph import iter_nodes
+from gradcheck_l2c.present.textreport import display_path
+from gradcheck_l2c.record.graph import iter_nodes
 from gradcheck_l2c.records import FAIL_ON, Finding, fails
-from gradcheck_l2c.report import display_path
 from gradcheck_l2c.tracer import DISABLE_VARIABLE, Trace, active_trace, trace
-
 
 _NO_TRACE_HINT = (
     "Run the step under gradcheck_l2c.trace() or @pytest.mark.gradcheck to see the file:line "

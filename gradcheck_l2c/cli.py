@@ -7,34 +7,27 @@ it ends, and the exit status says whether gradients went missing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
 
 import gradcheck_l2c
 from gradcheck_l2c.errors import GradcheckError, UsageError
-from gradcheck_l2c.records import fails
-from gradcheck_l2c.report import format_report, json_document, summary_line
-from gradcheck_l2c.runner import Outcome, ScriptRunner, run_script, show_exception
-from gradcheck_l2c.status import StatusLine, sharing_terminal
-
-if TYPE_CHECKING:
-    from gradcheck_l2c.tracer import Trace
+from gradcheck_l2c.present.jsonreport import json_document, write_json
+from gradcheck_l2c.present.textreport import format_report, summary_line
+from gradcheck_l2c.runner import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    ScriptRunner,
+    exit_code,
+    is_terminal,
+    show_exception,
+    traced_run,
+    use_color,
+)
 
 PROG = "gradcheck-l2c"
-
-#: No finding at the ``--fail-on`` level, and the script ended normally.
-EXIT_OK = 0
-#: Findings at the ``--fail-on`` level, or the script raised an exception (its own exit code wins otherwise).
-EXIT_FINDINGS = 1
-#: The tool was called wrongly: bad option, no such script or module.
-EXIT_USAGE = 2
-#: The run was stopped with Ctrl-C (128 + SIGINT, as shells report it).
-EXIT_INTERRUPTED = 130
-
-#: Severities that fail the run, per ``--fail-on`` level.
 
 # Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
 _VALUE_OPTIONS = frozenset({"--watch", "--json", "--fail-on", "--max-findings", "--render", "--format"})
@@ -173,59 +166,6 @@ def _count(text: str) -> int:
     return value
 
 
-def is_terminal(stream: TextIO) -> bool:
-    """Whether ``stream`` is a terminal (a replaced stream may not even have ``isatty``)."""
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
-def use_color(stream: TextIO) -> bool:
-    """Colour only on a terminal, and never when ``NO_COLOR`` is set (https://no-color.org)."""
-    return is_terminal(stream) and not os.environ.get("NO_COLOR")
-
-
-def traced_run(
-    runner: ScriptRunner,
-    *,
-    watch: list[str] | None,
-    record_sites: bool,
-    stream: TextIO,
-    show_status: bool,
-    keep_tool_frames: bool = False,
-) -> tuple[Trace, Outcome]:
-    """Run a prepared script under a new trace, with the status line on ``stream`` if asked.
-
-    An exception that stopped the script is printed as Python would, minus the tool's frames.
-    Returns the finished trace and how the script ended.
-    """
-    from gradcheck_l2c.tracer import trace
-
-    tracer = trace(watch=watch, record_sites=record_sites)
-    if show_status:
-        status = StatusLine(stream)
-        tracer.on_progress = status.update
-        with sharing_terminal(status):
-            outcome = run_script(runner, tracer)
-        tracer.on_progress = None
-    else:
-        outcome = run_script(runner, tracer)
-    _flush(sys.stdout)
-    if outcome.exception is not None:
-        show_exception(outcome.exception, keep_tool_frames=keep_tool_frames)
-    return tracer, outcome
-
-
-def exit_code(outcome: Outcome, findings: Sequence[Any], fail_on: str) -> int:
-    """The exit status: Ctrl-C, an exception, or the script's own non-zero exit first; then findings."""
-    if isinstance(outcome.exception, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
-    if outcome.exception is not None:
-        return EXIT_FINDINGS
-    if outcome.exit_status:
-        return outcome.exit_status
-    return EXIT_FINDINGS if fails(findings, fail_on) else EXIT_OK
-
-
 def unmatched_warning(patterns: Sequence[str], names: Sequence[str]) -> str:
     """The warning for ``--watch`` patterns that matched nothing, listing the names that exist."""
     quoted = ", ".join(repr(pattern) for pattern in patterns)
@@ -239,41 +179,6 @@ def unmatched_warning(patterns: Sequence[str], names: Sequence[str]) -> str:
     return f"{text}; the tensors seen were: {shown}"
 
 
-def write_json(path: str, document: dict[str, Any]) -> None:
-    """Write the JSON document, UTF-8, indented; ``UsageError`` when the file cannot be written."""
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2)
-            handle.write("\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the JSON report to {path!r}: {exc.strerror}") from None
-
-
-def render_graphs(tracer: Trace, folder: str, *, fmt: str = "svg", full: bool = False) -> list[Any]:
-    """Draw the trace's graphs into ``folder`` (the render module loads graphviz, so it is imported here)."""
-    from gradcheck_l2c.graph import call_with_large_stack
-    from gradcheck_l2c.renderer import write_render_dir
-
-    def draw() -> list[Any]:
-        try:
-            return write_render_dir(tracer.graphs, tracer.findings, folder, fmt=fmt, full=full)
-        finally:
-            tracer.release_graphs()  # freed in the large-stack thread: deep graphs are safe there
-
-    return call_with_large_stack(draw)
-
-
-def render_summary(written: Sequence[Any], fmt: str = "svg") -> str:
-    """One line on what ``write_render_dir`` wrote (images, then the index page), and the
-    Graphviz install hint when it could only write ``.dot`` sources."""
-    from gradcheck_l2c.renderer import missing_dot_hint
-
-    images = len(written) - 1
-    text = f"drew {images} {'graph' if images == 1 else 'graphs'}; open {written[-1]}"
-    hint = missing_dot_hint()
-    return f"{text}\n{hint}" if hint and fmt != "dot" else text
-
-
 def _trace_command(options: argparse.Namespace) -> int:
     """``gradcheck-l2c trace``: run the script, report, write JSON and graphs, choose the exit status."""
     stderr = sys.stderr
@@ -285,7 +190,7 @@ def _trace_command(options: argparse.Namespace) -> int:
         options.json = os.path.abspath(options.json)
         _check_folder(options.json, "--json")
     if options.render:
-        from gradcheck_l2c.renderer import check_format
+        from gradcheck_l2c.present.draw.render import check_format
 
         options.format = check_format(options.format or "svg")
         options.render = os.path.abspath(options.render)
@@ -329,6 +234,8 @@ def _trace_command(options: argparse.Namespace) -> int:
         if not options.quiet:
             print(f"{PROG}: wrote the JSON report to {options.json}", file=stderr)
     if options.render:
+        from gradcheck_l2c.present.draw.render import render_graphs, render_summary
+
         written = render_graphs(tracer, options.render, fmt=options.format, full=options.full)
         if not options.quiet:
             print(f"{PROG}: {render_summary(written, options.format)}", file=stderr)
@@ -345,11 +252,3 @@ def _check_folder(path: str, option: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"{option}: folder {folder!r} does not exist")
-
-
-def _flush(stream: TextIO) -> None:
-    """Flush the script's stdout so its output comes before the report; it may have closed it."""
-    try:
-        stream.flush()
-    except (OSError, ValueError):
-        pass

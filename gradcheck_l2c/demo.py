@@ -11,20 +11,18 @@ import os
 import sys
 from typing import TextIO
 
-from gradcheck_l2c.cli import (
+from gradcheck_l2c.errors import UsageError
+from gradcheck_l2c.present.jsonreport import json_document, write_json
+from gradcheck_l2c.present.textreport import display_path, format_report
+from gradcheck_l2c.runner import (
     EXIT_FINDINGS,
     EXIT_OK,
+    ScriptRunner,
     exit_code,
     is_terminal,
-    render_graphs,
-    render_summary,
     traced_run,
     use_color,
-    write_json,
 )
-from gradcheck_l2c.errors import UsageError
-from gradcheck_l2c.report import display_path, format_report, json_document
-from gradcheck_l2c.runner import ScriptRunner
 
 SEED_MODULE = "reference.seed_l2c"
 #: The short L2C run: 4 nodes in 2 clusters for 8 rounds, a few seconds on a laptop CPU.
@@ -60,6 +58,8 @@ def run_demo(out_dir: str = "gradcheck-out", *, stream: TextIO | None = None) ->
     json_path = os.path.join(out_dir, "report.json")
     write_json(json_path, json_document(script=seed, argv=[seed], exit_code=status,
                                         watched=tracer.watched, findings=tracer.findings))
+    from gradcheck_l2c.present.draw.render import render_graphs, render_summary
+
     written = render_graphs(tracer, out_dir)
     _say(stream, f"\nWrote {json_path}; {render_summary(written)}")
     if status != EXIT_OK:

@@ -86,7 +86,7 @@ def _lookup(dotted: str, namespace: dict[str, Any]) -> Any:
 
 
 def _show_graphs(t: Any) -> None:
-    from gradcheck_l2c.renderer import render
+    from gradcheck_l2c.present.draw.render import render
 
     for graph in t.graphs:
         display(render(graph))

@@ -240,7 +240,7 @@ def _test_traces(item: pytest.Item) -> _TestTraces:
 
 
 def _render(traces: list[Any], out_dir: Path) -> list[Path]:
-    from gradcheck_l2c.renderer import write_render_dir
+    from gradcheck_l2c.present.draw.render import write_render_dir
 
     graphs = [g for t in traces for g in t.graphs]
     findings = [f for t in traces for f in t.findings]

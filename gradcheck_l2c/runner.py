@@ -16,9 +16,24 @@ import sys
 import types
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gradcheck_l2c.errors import UsageError
+from gradcheck_l2c.present.status import StatusLine, sharing_terminal
+from gradcheck_l2c.records import fails
+
+if TYPE_CHECKING:
+    from gradcheck_l2c.tracer import Trace
+
+#: No finding at the ``--fail-on`` level, and the script ended normally.
+EXIT_OK = 0
+#: Findings at the ``--fail-on`` level, or the script raised an exception (its own exit code wins otherwise).
+EXIT_FINDINGS = 1
+#: The tool was called wrongly: bad option, no such script or module.
+EXIT_USAGE = 2
+#: The run was stopped with Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
 
 _TOOL_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -261,3 +276,63 @@ def show_exception(exc: BaseException, *, keep_tool_frames: bool = False) -> Non
             link = link.__cause__ or link.__context__
     sys.excepthook(type(exc), exc, exc.__traceback__)
 
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (a replaced stream may not even have ``isatty``)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never when ``NO_COLOR`` is set (https://no-color.org)."""
+    return is_terminal(stream) and not os.environ.get("NO_COLOR")
+
+
+def traced_run(
+    runner: ScriptRunner,
+    *,
+    watch: list[str] | None,
+    record_sites: bool,
+    stream: TextIO,
+    show_status: bool,
+    keep_tool_frames: bool = False,
+) -> tuple[Trace, Outcome]:
+    """Run a prepared script under a new trace, with the status line on ``stream`` if asked.
+
+    An exception that stopped the script is printed as Python would, minus the tool's frames.
+    Returns the finished trace and how the script ended.
+    """
+    from gradcheck_l2c.tracer import trace
+
+    tracer = trace(watch=watch, record_sites=record_sites)
+    if show_status:
+        status = StatusLine(stream)
+        tracer.on_progress = status.update
+        with sharing_terminal(status):
+            outcome = run_script(runner, tracer)
+        tracer.on_progress = None
+    else:
+        outcome = run_script(runner, tracer)
+    _flush(sys.stdout)
+    if outcome.exception is not None:
+        show_exception(outcome.exception, keep_tool_frames=keep_tool_frames)
+    return tracer, outcome
+
+
+def exit_code(outcome: Outcome, findings: Sequence[Any], fail_on: str) -> int:
+    """The exit status: Ctrl-C, an exception, or the script's own non-zero exit first; then findings."""
+    if isinstance(outcome.exception, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if outcome.exception is not None:
+        return EXIT_FINDINGS
+    if outcome.exit_status:
+        return outcome.exit_status
+    return EXIT_FINDINGS if fails(findings, fail_on) else EXIT_OK
+
+
+def _flush(stream: TextIO) -> None:
+    """Flush the script's stdout so its output comes before the report; it may have closed it."""
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        pass

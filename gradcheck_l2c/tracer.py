@@ -13,8 +13,8 @@ from typing import Any, Callable, TypeVar
 import torch
 
 from gradcheck_l2c.errors import NestedTraceError
+from gradcheck_l2c.record.watch import WatchSpec
 from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
-from gradcheck_l2c.watch import WatchSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 DISABLE_VARIABLE = "GRADCHECK_L2C_DISABLED"
@@ -57,12 +57,14 @@ class Trace:
                 "a gradcheck_l2c trace is already running; nested traces are not supported "
                 "(watch more tensors in the outer trace instead)"
             )
-        from gradcheck_l2c.interceptor import Interceptor
-        from gradcheck_l2c.locations import user_frame
-        from gradcheck_l2c.patches import Patches
-        from gradcheck_l2c.state import TraceState
+        from gradcheck_l2c.judge.backward_error import explain_backward_error
+        from gradcheck_l2c.record.interceptor import Interceptor
+        from gradcheck_l2c.record.locations import user_frame
+        from gradcheck_l2c.record.patches import Patches
+        from gradcheck_l2c.record.state import TraceState
 
-        state = TraceState(self._spec, record_sites=self.record_sites)
+        state = TraceState(self._spec, record_sites=self.record_sites,
+                           explain_backward_error=explain_backward_error)
         self._state, self._verdict = state, None
         for tensor in self._spec.tensors:
             if tensor.is_leaf:
@@ -122,7 +124,7 @@ class Trace:
             self.on_progress(backward_count, events)
 
     def _judge(self) -> Any:
-        from gradcheck_l2c.judge import judge
+        from gradcheck_l2c.judge.run import judge
 
         with torch._C.DisableTorchFunction():
             return judge(self._state)
@@ -191,7 +193,7 @@ class Trace:
 
     def report(self, *, color: bool = False, max_findings: int | None = None, verbose: bool = False) -> str:
         """The human report: a summary line, then each missing gradient's causes with file:line and fix."""
-        from gradcheck_l2c.report import format_report
+        from gradcheck_l2c.present.textreport import format_report
 
         return format_report(self.findings, self.watched, color=color, max_findings=max_findings,
                              verbose=verbose)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from gradcheck_l2c import __version__
-from gradcheck_l2c.cli import EXIT_INTERRUPTED, EXIT_USAGE, main, parse_args, use_color
-from gradcheck_l2c.status import StatusLine, sharing_terminal
+from gradcheck_l2c.cli import main, parse_args
+from gradcheck_l2c.runner import EXIT_INTERRUPTED, EXIT_USAGE, use_color
+from gradcheck_l2c.present.status import StatusLine, sharing_terminal
 
 SCRIPTS = Path(__file__).parent / "scripts"
 ENV = {name: value for name, value in os.environ.items() if name not in ("GRADCHECK_L2C_DISABLED", "NO_COLOR")}

@@ -1,0 +1,31 @@
+"""Detectors, one module each, registered here in the order findings are listed.
+
+A cut detector words one kind of gradient cut (``describe``); a scanner looks at the whole trace
+once it ends (``scan``). Adding a detector is one file plus one line below.
+"""
+from gradcheck_l2c.judge.detectors import (
+    data_attr,
+    detach,
+    inplace_saved,
+    item,
+    module_in_forward,
+    new_parameter,
+    no_grad,
+    non_differentiable,
+    non_leaf_watched,
+    non_parameter_tensor,
+    numpy_,
+    optimizer,
+    state_dict_alias,
+    state_dict_reload,
+    tensor_rewrap,
+    unused_parameter,
+)
+
+CUTS = {
+    module.KIND: module
+    for module in (item, numpy_, tensor_rewrap, detach, data_attr, no_grad, state_dict_reload, new_parameter,
+                   non_differentiable)
+}
+SCANNERS = (unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
+            state_dict_alias, optimizer)

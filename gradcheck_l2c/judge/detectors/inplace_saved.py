@@ -1,0 +1,86 @@
+"""`inplace_saved`: backward failed because a tensor it saved was changed in place.
+
+PyTorch names only the tensor's shape and version; we add the line of the in-place write and the
+operation (and line, when known) that saved the tensor. Other in-place writes on the path of a
+gradient that went missing are listed as notes (``info``): autograd records them, they cut nothing.
+"""
+from __future__ import annotations
+
+import re
+
+from gradcheck_l2c.judge.sites import node_site
+from gradcheck_l2c.record import graph
+from gradcheck_l2c.records import Finding
+
+KIND = "inplace_saved"
+_MESSAGE = re.compile(
+    r"\[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\](?:, which is output \d+ of (?P<producer>\w+),)? "
+    r"is at version (?P<version>\d+)")
+
+
+def explain(state, text: str, roots) -> str | None:
+    """Record the finding and return the note added to PyTorch's error."""
+
+    match = _MESSAGE.search(text)
+    if match is None:
+        return None
+    shape = tuple(int(s) for s in match["shape"].replace(" ", "").split(",") if s)
+    version = int(match["version"])
+    write = None
+    for site, op, written_shape, _, written_version in reversed(state.inplace_log):
+        if written_shape == shape and written_version == version:
+            write = (site, op)
+            break
+    saver = _saver(roots)
+    saver_name = type(saver).__name__ if saver is not None else "an operation"
+    saver_site = node_site(saver)
+    saved_at = f" at {saver_site}" if saver_site else ""
+    if write is None:
+        return f"gradcheck-l2c: the tensor was saved by {saver_name}{saved_at}; its in-place write was not seen."
+    site, op = write
+    state.events.record(KIND, -1, site, op, saver=saver_name, saver_site=saver_site)
+    return (f"gradcheck-l2c: {saver_name}{saved_at} saved this tensor for backward; "
+            f"`{op}` at {site} then changed it in place.")
+
+
+def scan(run) -> list[Finding]:
+    found = []
+    for (site, label), (keys, count) in run.state.inplace_seen.items():
+        for key in sorted(keys & run.keys):
+            watched = run.state.registry.all[key]
+            if watched.ever_grad or not run.expected_or_optimized(watched):
+                continue
+            found.append(run.finding(
+                KIND, "info", watched.name, site,
+                f"`{label}` wrote in place into a tensor computed from {watched.name}; autograd records "
+                "such writes (CopySlices), so this line does not cut the gradient.",
+                "nothing to change here; look at the causes listed for this tensor.",
+                count,
+            ))
+    for event in run.state.events.of_kind(KIND):
+        saver = event.extra.get("saver", "an operation")
+        saver_site = event.extra.get("saver_site")
+        saved_at = f" (at {saver_site})" if saver_site else ""
+        found.append(run.finding(
+            KIND, "error", saver, event.site,
+            f"`{event.detail}` changed in place a tensor that {saver}{saved_at} had saved for backward, "
+            "so backward failed.",
+            "use the out-of-place form (x = x + y instead of x += y; relu(inplace=False)), or .clone() "
+            "the tensor before changing it.",
+            event.count,
+        ))
+    return found
+
+
+def _saver(roots):
+    """The node whose saved tensor is stale: reading it raises the same error."""
+    for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
+        for attr in dir(node):
+            if not attr.startswith("_saved_"):
+                continue
+            try:
+                getattr(node, attr)
+            except RuntimeError as error:
+                if "modified by an inplace operation" in str(error):
+                    return node
+    return None

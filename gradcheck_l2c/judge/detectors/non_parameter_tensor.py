@@ -1,0 +1,30 @@
+"""`non_parameter_tensor`: a module holds a grad-requiring tensor, or Parameters in a plain list/dict,
+that is not registered — so ``parameters()``, ``state_dict``, ``.to()`` and optimizers never see it.
+
+Modules are looked at while they are alive (at the first backward calls and at the end of the trace).
+"""
+from __future__ import annotations
+
+from gradcheck_l2c.record.unregistered import collect
+from gradcheck_l2c.records import Finding
+
+KIND = "non_parameter_tensor"
+
+
+def scan(run) -> list[Finding]:
+    collect(run.state)
+    found = []
+    for (owner, attr), (site, problem) in run.state.unregistered.items():
+        name = f"{owner}.{attr}"
+        if not run.wants(name, attr):
+            continue
+        if problem == "tensor":
+            message = (f"{name} is a tensor with requires_grad=True but not an nn.Parameter: "
+                       "parameters(), state_dict(), .to() and optimizers do not see it.")
+            fix = f"register it: self.{attr} = nn.Parameter(...) (or register_buffer if it should not learn)."
+        else:
+            message = (f"{name} is a plain {problem} of Parameters: they are not registered, "
+                       "so parameters(), state_dict(), .to() and optimizers do not see them.")
+            fix = f"use nn.ParameterList / nn.ParameterDict for self.{attr}."
+        found.append(run.finding(KIND, "warning", name, site, message, fix))
+    return found

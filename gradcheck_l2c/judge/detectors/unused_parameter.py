@@ -1,0 +1,66 @@
+"""`unused_parameter`: the watched tensor never took part in computing any loss."""
+from __future__ import annotations
+
+from gradcheck_l2c.record.locations import module_site
+from gradcheck_l2c.records import Finding
+
+KIND = "unused_parameter"
+_CUT_KINDS = ("item", "numpy", "tensor_rewrap", "detach", "data_attr", "no_grad", "state_dict_reload",
+              "new_parameter", "non_differentiable")
+
+
+def scan(run) -> list[Finding]:
+    state = run.state
+    if state.backward_count == 0:
+        return []
+
+    found = []
+    for watched in run.watched():
+        tensor = watched.tensor
+        if watched.ever_grad or watched.key in state.missed:
+            continue
+        if tensor is not None and not tensor.requires_grad:
+            continue
+        expected = run.expected(watched)
+        if not run.expected_or_optimized(watched) or watched.born >= state.backward_count:
+            continue  # not meant to learn, or no backward ran since it was made
+        owner = watched.owner[0]() if watched.owner else None
+        site = watched.site or (module_site(owner) if owner is not None else None)
+        consumer = state.consumers.get(watched.key)
+        if consumer is not None:
+            found.append(run.finding(
+                "non_differentiable", "error" if expected else "warning", watched.name, site,
+                f"{watched.name} is in the loss's graph, but {consumer} passed it no gradient (a custom "
+                "autograd.Function whose backward returns None for it, or an input it does not differentiate).",
+                f"return a gradient for this input from {consumer}'s backward, or compute the path with "
+                "differentiable torch ops.",
+            ))
+            continue
+        fix = ("use it in the computation of the loss, or set requires_grad_(False) on it if it is not meant "
+               "to learn.")
+        uses = [e for e in state.events.for_key(watched.key) if e.kind in _CUT_KINDS]
+        if uses:
+            last = max(uses, key=lambda e: e.order)
+            where = f"; its values were last used at {last.site} ({last.detail}), and that result never reached a loss"
+            fix = f"at {last.site}: {run.describe_cut(last.kind, last.detail, watched.name)[1]}"
+        elif watched.is_parameter and owner is not None:
+            where = (f"; no parameter of {type(owner).__name__} got a gradient, so its forward was never called "
+                     "or its output was not used") if not _siblings_learn(run, owner) else (
+                f"; {type(owner).__name__}.forward does not use it")
+        else:
+            where = ""
+        found.append(run.finding(
+            KIND, "error" if expected else "warning", watched.name, site,
+            f"{watched.name} never took part in computing a loss{where}.",
+            fix,
+        ))
+    return found
+
+
+def _siblings_learn(run, owner) -> bool:
+    registry = run.state.registry
+    for param in owner.parameters(recurse=False):
+        watched = registry.get(param)
+        if watched is not None and watched.ever_grad:
+            return True
+    return False

@@ -1,0 +1,170 @@
+"""Turn what a trace saw into findings: for each watched tensor without a gradient, why and where."""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
+from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.watch import Watched, selected
+from gradcheck_l2c.records import CapturedGraph, Cut, Finding, WatchedTensor
+
+
+@dataclass
+class Run:
+    """The finished trace as the scanners see it: state, the selected keys, names, and a finding factory."""
+
+    state: TraceState
+    keys: set[int]
+    findings: list[Finding] = field(default_factory=list)
+    optimized: set[int] = field(default_factory=set)
+
+    def watched(self) -> list[Watched]:
+        return [w for w in self.state.registry.all if w.key in self.keys]
+
+    def name(self, key: int) -> str:
+        return self.state.registry.all[key].name
+
+    def expected(self, watched: Watched) -> bool:
+        """The user asked for this gradient: by watching it, reading its ``.grad``, or creating it
+        with ``requires_grad=True`` themselves (module parameters require grad by default)."""
+        return watched.explicit or watched.grad_read is not None or watched.user_leaf or (
+            self.state.spec.narrowed and watched.key in self.keys)
+
+    def expected_or_optimized(self, watched: Watched) -> bool:
+        return self.expected(watched) or self.optimized_param(watched)
+
+    def optimized_param(self, watched: Watched) -> bool:
+        """The tensor sits in an optimizer: someone meant it to learn."""
+        tensor = watched.tensor
+        return tensor is not None and id(tensor) in self.optimized
+
+    def wants(self, *names: str) -> bool:
+        """Whether a finding about these names passes the user's watch patterns."""
+        spec = self.state.spec
+        if not spec.narrowed:
+            return True
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in spec.patterns for name in names)
+
+    def finding(self, kind: str, severity: str, tensor: str, site: Site | None, message: str, fix: str,
+                count: int = 1) -> Finding:
+        file, line = (site.file, site.line) if site is not None else ("<unknown>", 0)
+        code = site.code if site is not None else ""
+        return Finding(kind, severity, tensor, file, line, code, message, fix, count)  # type: ignore[arg-type]
+
+    def describe_cut(self, kind: str, detail: str, tensor: str) -> tuple[str, str]:
+        """The message and fix a cut detector words for one cut of ``tensor``."""
+        return CUTS[kind].describe(detail, tensor)
+
+    def cut_finding(self, event: Event, tensor: str, severity: str | None = None) -> Finding:
+        detector = CUTS[event.kind]
+        message, fix = detector.describe(event.detail, tensor)
+        return self.finding(event.kind, severity or detector.SEVERITY, tensor, event.site, message, fix,
+                            event.count)
+
+
+@dataclass
+class Verdict:
+    findings: list[Finding]
+    watched: list[WatchedTensor]
+    graphs: list[CapturedGraph]
+    unmatched: list[str]
+    names: list[str]
+
+
+def judge(state: TraceState) -> Verdict:
+    """All findings of a trace, the tensors judged, and the graphs to draw."""
+    registry = state.registry
+    registry.resolve_names()
+    keys, unmatched = selected(registry, state.spec)
+    run = Run(state, keys, optimized=_optimized(state))
+    by_event: dict[int, Finding] = {}
+    for watched in run.watched():
+        tensor = watched.tensor
+        if tensor is not None and not tensor.requires_grad:
+            continue
+        if not run.expected_or_optimized(watched):
+            continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
+        if watched.ever_grad:
+            if watched.zero_checks and not watched.nonzero_grad:
+                run.findings.extend(_zero_gradient(run, watched, "error"))
+            continue
+        for event in ordered_events(state.missed.get(watched.key, {}).keys()):
+            finding = run.cut_finding(event, watched.name)
+            by_event[id(event)] = finding
+            run.findings.append(finding)
+    for taint in state.dead_ends:
+        for key, chain in taint.chains.items():
+            if key in keys:
+                run.findings.extend(run.cut_finding(e, run.name(key)) for e in chain)
+    for scanner in SCANNERS:
+        run.findings.extend(scanner.scan(run))
+    graphs = [_captured(state, run, pending, by_event) for pending in state.graphs]
+    watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched() if _trainable(w)]
+    names = sorted({w.name for w in registry.all})
+    return Verdict(_unique(run.findings), watched, [g for g in graphs if g is not None], unmatched, names)
+
+
+def _trainable(watched: Watched) -> bool:
+    """Frozen since it was watched (``requires_grad_(False)``): no longer expected to get gradients."""
+    tensor = watched.tensor
+    return tensor is None or tensor.requires_grad
+
+
+def _optimized(state: TraceState) -> set[int]:
+    return {id(p) for record in state.optimizers for p in (ref() for ref in record.params) if p is not None}
+
+
+def _zero_gradient(run: Run, watched: Watched, severity: str) -> list[Finding]:
+    """A gradient arrived but was all zeros: name the zero-derivative ops on the way, if any."""
+    events = [e for e in run.state.events.for_key(watched.key) if e.kind == "non_differentiable"]
+    if events:
+        return [run.cut_finding(e, watched.name, severity) for e in sorted(events, key=lambda e: e.order)]
+    return [run.finding(
+        "non_differentiable", severity, watched.name, watched.site,
+        f"{watched.name} received a gradient that is all zeros: every path from the loss to it has zero "
+        "derivative (a multiplication by zero, a saturated or masked activation, or a constant output).",
+        "check the ops between it and the loss; if this is expected, leave it out of watch.",
+    )]
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str, str, int]] = set()
+    unique = []
+    for finding in findings:
+        key = (finding.kind, finding.tensor, finding.file, finding.line)
+        if key not in seen:
+            seen.add(key)
+            unique.append(finding)
+    return unique
+
+
+def ordered_events(chains: Any) -> list[Event]:
+    """The cuts of several chains, nearest the watched tensor first, each once."""
+    position: dict[Event, tuple[int, int]] = {}
+    for chain in chains:
+        for index, event in enumerate(chain):
+            rank = (index, event.order)
+            if event not in position or rank < position[event]:
+                position[event] = rank
+    return sorted(position, key=position.__getitem__)
+
+
+def _captured(state: TraceState, run: Run, pending: Any, by_event: dict[int, Finding]) -> CapturedGraph | None:
+    missing = tuple(run.name(k) for k in pending.missing if k in run.keys)
+    if not missing:
+        return None
+    tensors = {}
+    for watched in run.watched():
+        tensor = watched.tensor
+        if tensor is not None:
+            tensors[watched.name] = tensor
+    cuts = []
+    for key in pending.missing:
+        for event in ordered_events(pending.chains[key]):
+            finding = by_event.get(id(event)) or run.cut_finding(event, run.name(key))
+            cuts.append(Cut(finding, event.source, tuple(pending.reentry.get(id(event), ()))))
+    return CapturedGraph(pending.root, tensors, missing, tuple(cuts), pending.signature)

@@ -1,0 +1,41 @@
+"""The ``--json`` document, for programs: what ran, how it ended, every watched tensor and every finding."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from gradcheck_l2c.errors import UsageError
+from gradcheck_l2c.records import Finding, WatchedTensor
+
+#: Version of the JSON document's layout; bumped when a field changes meaning or goes away.
+JSON_VERSION = 1
+
+
+def json_document(
+    *,
+    script: str,
+    argv: Sequence[str],
+    exit_code: int,
+    watched: Iterable[WatchedTensor],
+    findings: Iterable[Finding],
+) -> dict[str, Any]:
+    """The ``--json`` document: what ran, how it ended, every watched tensor and every finding."""
+    return {
+        "version": JSON_VERSION,
+        "script": script,
+        "argv": list(argv),
+        "exit_code": exit_code,
+        "watched": [tensor.to_dict() for tensor in watched],
+        "findings": [finding.to_dict() for finding in findings],
+    }
+
+
+def write_json(path: str, document: dict[str, Any]) -> None:
+    """Write the JSON document, UTF-8, indented; ``UsageError`` when the file cannot be written."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2)
+            handle.write("\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the JSON report to {path!r}: {exc.strerror}") from None

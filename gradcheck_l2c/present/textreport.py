@@ -1,0 +1,219 @@
+"""The trace's text report, for people.
+
+The text starts with one summary line; then, for every watched tensor that got no gradient, its
+causes in the order the tracer met them (the order the values flowed), each with ``file:line``, the
+code line, what happened and the fix; then the other findings, the same event on several tensors
+folded into one entry.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from gradcheck_l2c.records import CAUSES, Finding, WatchedTensor
+
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+_SGR = {"error": "1;31", "warning": "1;33", "info": "36", "bold": "1", "fix": "32"}
+_NAMES_IN_SUMMARY = 3
+_TENSORS_PER_ENTRY = 4
+_TENSORS_UNEXPLAINED = 10
+
+
+def summary_line(
+    findings: Sequence[Finding], watched: Sequence[WatchedTensor], *, color: bool = False
+) -> str:
+    """One line: how many watched tensors got no gradient (and which), and the findings by severity."""
+    return f"gradcheck-l2c: {_watched_summary(watched, color)}; {_severity_counts(findings, color)}"
+
+
+def format_report(
+    findings: Sequence[Finding],
+    watched: Sequence[WatchedTensor],
+    *,
+    color: bool = False,
+    max_findings: int | None = None,
+    verbose: bool = False,
+) -> str:
+    """The text report. ``max_findings`` caps the entries shown; ``verbose`` adds notes
+    (``info`` findings) and the list of tensors that did get a gradient."""
+    paint = _Painter(color)
+    budget = _Budget(max_findings)
+    missing = [tensor for tensor in watched if tensor.got_grad is False]
+    missing_names = {tensor.name for tensor in missing}
+    others = [finding for finding in findings if not _is_cause(finding, missing_names)]
+    notes = [finding for finding in others if finding.severity == "info"]
+    if not verbose:
+        others = [finding for finding in others if finding.severity != "info"]
+
+    lines = [summary_line(findings, watched, color=color)]
+    lines += _missing_sections(missing, findings, paint, budget, verbose)
+    lines += _other_findings(others, paint, budget, "Other findings:" if missing else "Findings:")
+    if budget.left_out:
+        lines += ["", f"{budget.left_out} more {_plural(budget.left_out, 'finding')} not shown "
+                      f"(at most {max_findings} entries are listed)."]
+    if notes and not verbose:
+        lines += ["", f"{len(notes)} {_plural(len(notes), 'note')} not shown (verbose shows them)."]
+    if verbose:
+        reached = [tensor.name for tensor in watched if tensor.got_grad]
+        unjudged = [tensor.name for tensor in watched if tensor.got_grad is None]
+        if reached:
+            lines += ["", "Got a gradient: " + ", ".join(reached)]
+        if unjudged:
+            lines += ["", "Never reached by a backward: " + ", ".join(unjudged)]
+    return "\n".join(lines) + "\n"
+
+
+class _Budget:
+    """Counts the entries listed against ``max_findings``, and the findings left out."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.shown = 0
+        self.left_out = 0
+
+    def take(self, findings: int = 1) -> bool:
+        """Whether one more entry (of ``findings`` findings) may be listed."""
+        if self.limit is not None and self.shown >= self.limit:
+            self.left_out += findings
+            return False
+        self.shown += 1
+        return True
+
+
+def _is_cause(finding: Finding, missing_names: set[str]) -> bool:
+    """Listed under its tensor's "got no gradient" section: a cause, not a note or a side bug."""
+    return finding.tensor in missing_names and finding.kind in CAUSES and finding.severity != "info"
+
+
+def _missing_sections(missing: Sequence[WatchedTensor], findings: Sequence[Finding], paint: _Painter,
+                      budget: _Budget, verbose: bool) -> list[str]:
+    """One section per tensor without gradient, its causes numbered; those without a cause together."""
+    lines: list[str] = []
+    unexplained = []
+    for tensor in missing:
+        causes = [finding for finding in findings if finding.tensor == tensor.name and _is_cause(finding, {tensor.name})]
+        if not causes:
+            unexplained.append(tensor)
+            continue
+        lines += ["", f"{paint(tensor.name, 'bold')} {_shape(tensor.shape)} got no gradient; "
+                      "causes in the order the values flowed:"]
+        for number, finding in enumerate(causes, 1):
+            if budget.take():
+                lines += _entry([finding], paint, prefix=f"{number}. ", with_tensor=False)
+    if unexplained:
+        listed = unexplained if verbose else unexplained[:_TENSORS_UNEXPLAINED]
+        names = ", ".join(f"{paint(tensor.name, 'bold')} {_shape(tensor.shape)}" for tensor in listed)
+        if len(unexplained) > len(listed):
+            names += f" and {len(unexplained) - len(listed)} more"
+        lines += ["", "Got no gradient, and no finding explains why (does the loss use them?):", f"  {names}"]
+    return lines
+
+
+def _other_findings(findings: Sequence[Finding], paint: _Painter, budget: _Budget, title: str) -> list[str]:
+    """The remaining findings, errors first, the same event on several tensors folded into one entry."""
+    entries: list[str] = []
+    for group in sorted(_fold(findings), key=lambda group: _SEVERITY_RANK.get(group[0].severity, 3)):
+        if budget.take(len(group)):
+            entries += _entry(group, paint, prefix="- ", with_tensor=True)
+    return ["", title, *entries] if entries else []
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the current folder when it lies below it, else unchanged."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if relative.startswith(os.pardir) else relative
+
+
+class _Painter:
+    """Wraps text in ANSI colour codes, or leaves it alone when colour is off."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, style: str) -> str:
+        if not self.enabled or style not in _SGR:
+            return text
+        return f"\x1b[{_SGR[style]}m{text}\x1b[0m"
+
+
+def _watched_summary(watched: Sequence[WatchedTensor], color: bool) -> str:
+    paint = _Painter(color)
+    total = len(watched)
+    if not total:
+        return "no tensor was watched"
+    missing = [tensor.name for tensor in watched if tensor.got_grad is False]
+    unjudged = sum(1 for tensor in watched if tensor.got_grad is None)
+    tensors = _plural(total, "tensor")
+    if unjudged == total:
+        return f"no backward reached the {total} watched {tensors}"
+    if missing:
+        names = ", ".join(paint(name, "bold") for name in missing[:_NAMES_IN_SUMMARY])
+        if len(missing) > _NAMES_IN_SUMMARY:
+            names += f" and {len(missing) - _NAMES_IN_SUMMARY} more"
+        text = f"{len(missing)} of {total} watched {tensors} got no gradient ({names})"
+    elif unjudged:
+        text = f"{total - unjudged} of {total} watched {tensors} got a gradient"
+    elif total == 1:
+        text = "the watched tensor got a gradient"
+    else:
+        text = f"all {total} watched tensors got a gradient"
+    if unjudged:
+        text += f", {unjudged} never reached by a backward"
+    return text
+
+
+def _severity_counts(findings: Sequence[Finding], color: bool) -> str:
+    if not findings:
+        return "no findings"
+    paint = _Painter(color)
+    parts = []
+    for severity, word in (("error", "error"), ("warning", "warning"), ("info", "note")):
+        count = sum(1 for finding in findings if finding.severity == severity)
+        if count:
+            parts.append(paint(f"{count} {_plural(count, word)}", severity))
+    return ", ".join(parts)
+
+
+def _fold(findings: Iterable[Finding]) -> list[list[Finding]]:
+    """Group findings that are the same event (kind, place, severity) on different tensors."""
+    groups: dict[tuple[str, str, int, str], list[Finding]] = {}
+    for finding in findings:
+        key = (finding.kind, finding.file, finding.line, finding.severity)
+        groups.setdefault(key, []).append(finding)
+    return list(groups.values())
+
+
+def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: bool) -> list[str]:
+    """The lines of one entry: ``file:line: severity: kind``, the code, what happened, the fix."""
+    first = group[0]
+    indent = "  " + " " * len(prefix)
+    head = (
+        f"  {prefix}{paint(f'{display_path(first.file)}:{first.line}', 'bold')}: "
+        f"{paint(first.severity, first.severity)}: {first.kind}"
+    )
+    count = max(finding.count for finding in group)
+    if count > 1:
+        head += f" (×{count})"
+    if with_tensor:
+        names = [finding.tensor for finding in group]
+        head += ": " + ", ".join(names[:_TENSORS_PER_ENTRY])
+        if len(names) > _TENSORS_PER_ENTRY:
+            head += f" and {len(names) - _TENSORS_PER_ENTRY} more"
+    lines = ["", head]
+    if first.code:
+        lines.append(f"{indent}    {first.code.strip()}")
+    lines.append(f"{indent}{first.message}")
+    if first.fix:
+        lines.append(f"{indent}{paint('fix:', 'fix')} {first.fix}")
+    return lines
+
+
+def _shape(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(size) for size in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else word + "s"

@@ -1,0 +1,90 @@
+"""Iterative walks over autograd graphs: never recursive, so any depth works."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+import torch
+
+#: Nodes the tracer walks at most in one graph while user code runs. torch 2.14 can overflow the C
+#: stack when it frees a chain of tens of thousands of nodes that Python has looked at (a segfault
+#: measured past ~40,000 saved-tensor ops on an 8 MiB stack), so walks during a trace stay well below.
+SAFE_WALK = 10_000
+
+
+T = TypeVar("T")
+_LARGE_STACK = 1 << 30
+
+
+def call_with_large_stack(function: Callable[[], T]) -> T:
+    """Run ``function`` in a thread with a 1 GiB stack, where freeing a huge walked graph is safe.
+
+    Whatever walks a whole graph (rendering) should also drop its last references to it in there.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # re-raised in the calling thread
+            outcome["error"] = error
+
+    previous = threading.stack_size(_LARGE_STACK)
+    try:
+        worker = threading.Thread(target=target, name="gradcheck-l2c-graph")
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    worker.join()
+    if "error" in outcome:
+        raise outcome.pop("error")
+    return outcome["value"]
+
+
+def iter_nodes(roots: Iterable[Any], limit: int | None = None) -> Iterator[Any]:
+    """Yield every autograd node reachable from ``roots`` once (at most ``limit`` of them)."""
+    stack = [node for node in roots if node is not None]
+    seen: set[int] = {id(node) for node in stack}
+    keep_alive = list(stack)  # ids stay unique only while the nodes live
+    count = 0
+    while stack:
+        node = stack.pop()
+        yield node
+        count += 1
+        if limit is not None and count >= limit:
+            return
+        for child, _ in node.next_functions:
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                keep_alive.append(child)
+                stack.append(child)
+
+
+def leaf_tensors(roots: Iterable[Any], limit: int | None = SAFE_WALK) -> list[torch.Tensor]:
+    """The leaf tensors (``AccumulateGrad`` variables) a backward from ``roots`` would write to."""
+    return [node.variable for node in iter_nodes(roots, limit) if hasattr(node, "variable")]
+
+
+def grad_roots(tensors: Iterable[torch.Tensor]) -> list[Any]:
+    """The autograd nodes a backward from ``tensors`` starts at (a leaf's accumulator if needed)."""
+    roots = []
+    for tensor in tensors:
+        if tensor.grad_fn is not None:
+            roots.append(tensor.grad_fn)
+        elif tensor.requires_grad:
+            roots.append(tensor.view_as(tensor).grad_fn.next_functions[0][0])
+    return roots
+
+
+def signature(root: Any, limit: int | None = None) -> int:
+    """A hash of a graph's shape (node types and edges), equal across iterations of a loop."""
+    order: dict[int, int] = {}
+    parts: list[tuple[str, tuple[int, ...]]] = []
+    nodes = list(iter_nodes([root], limit))
+    for index, node in enumerate(nodes):
+        order[id(node)] = index
+    for node in nodes:
+        children = tuple(order.get(id(c), -1) for c, _ in node.next_functions if c is not None)
+        parts.append((type(node).__name__, children))
+    return hash(tuple(parts))

@@ -1,0 +1,139 @@
+"""Find the user's code on the stack: skip this tool, torch and the standard library.
+
+Every location the tool reports goes through here, so findings point at the line the user wrote,
+never at ``torch/nn/modules/module.py``.
+"""
+from __future__ import annotations
+
+import inspect
+import linecache
+import os
+import sys
+import sysconfig
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def _directory(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path)) + os.sep
+
+
+_OWN_DIR = _directory(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the whole package
+_LIBRARY_DIRS = tuple(
+    _directory(path)
+    for path in (os.path.dirname(torch.__file__), sysconfig.get_paths()["stdlib"], os.path.dirname(os.__file__))
+)
+USER, LIBRARY, OWN = 0, 1, 2
+_kinds: dict[str, int] = {}
+
+
+def frame_kind(filename: str) -> int:
+    """Classify a code file: USER code, a LIBRARY (torch, the standard library), or this tool (OWN)."""
+    kind = _kinds.get(filename)
+    if kind is None:
+        if filename.startswith("<"):
+            kind = USER if filename.startswith(("<stdin>", "<ipython", "<string>")) else LIBRARY
+        else:
+            path = os.path.normcase(os.path.realpath(filename))
+            if path.startswith(_OWN_DIR):
+                kind = OWN
+            elif path.startswith(_LIBRARY_DIRS) or f"{os.sep}site-packages{os.sep}torch" in path:
+                kind = LIBRARY
+            else:
+                kind = USER
+        _kinds[filename] = kind
+    return kind
+
+
+@dataclass(frozen=True)
+class Site:
+    """A line of user code: absolute file and 1-based line."""
+
+    file: str
+    line: int
+
+    @property
+    def code(self) -> str:
+        return linecache.getline(self.file, self.line).strip()
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+
+def user_frame(depth: int = 1) -> FrameType | None:
+    """The innermost frame of user code above the caller (``depth`` frames up)."""
+    frame: FrameType | None = sys._getframe(depth + 1)
+    kinds = _kinds
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        kind = kinds.get(filename)
+        if kind is None:
+            kind = frame_kind(filename)
+        if kind == USER:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+_absolute: dict[str, str] = {}
+
+
+def user_site(depth: int = 1) -> Site | None:
+    """The file and line of the innermost user frame above the caller."""
+    frame = user_frame(depth + 1)
+    if frame is None:
+        return None
+    filename = frame.f_code.co_filename
+    absolute = _absolute.get(filename)
+    if absolute is None:
+        absolute = _absolute[filename] = filename if filename.startswith("<") else os.path.abspath(filename)
+    return Site(absolute, frame.f_lineno)
+
+
+def caller_is_user(depth: int = 1) -> bool:
+    """Whether the frame ``depth`` levels above the caller is user code (one dict lookup)."""
+    filename = sys._getframe(depth + 1).f_code.co_filename
+    kind = _kinds.get(filename)
+    return (kind if kind is not None else frame_kind(filename)) == USER
+
+
+def library_callers(depth: int = 1) -> tuple[str, ...]:
+    """Names of the torch functions between the caller and user code, innermost first.
+
+    Tells, say, a ``copy_`` made by ``load_state_dict`` from one the user wrote.
+    """
+    frame: FrameType | None = sys._getframe(depth + 1)
+    names = []
+    while frame is not None:
+        kind = frame_kind(frame.f_code.co_filename)
+        if kind == USER:
+            break
+        if kind == LIBRARY:
+            names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return tuple(names)
+
+
+def module_site(module: Any) -> Site | None:
+    """Where a module's class is defined: the fallback location for its parameters."""
+    try:
+        file = inspect.getsourcefile(type(module))
+        _, line = inspect.getsourcelines(type(module))
+    except (OSError, TypeError):
+        return None
+    return Site(os.path.abspath(file), line) if file else None
+
+
+def inside_forward(frame) -> str | None:
+    """The class of the module whose forward is running on the stack above ``frame``, if any."""
+    while frame is not None:
+        if frame.f_code.co_name in ("_call_impl", "_wrapped_call_impl"):
+            module = frame.f_locals.get("self")
+            if isinstance(module, nn.Module):
+                return type(module).__name__
+        frame = frame.f_back
+    return None

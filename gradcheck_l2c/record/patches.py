@@ -1,0 +1,220 @@
+"""The hooks and patches a trace installs besides its torch-function mode, each undone on exit.
+
+- global parameter- and module-registration hooks: name parameters after the outermost module that
+  holds them, and notice modules built inside another module's forward;
+- ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
+- ``Optimizer.__init__``: remembers optimizers and where they were built; a global step pre-hook
+  notices a ``step()`` whose gradients were all erased since the last backward;
+- ``torch.from_numpy`` and the legacy ``Variable(...)`` (which torch-function modes do not see):
+  values coming back in without their history;
+- ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
+- ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+from typing import Any, Callable
+
+import torch
+from torch import nn
+from torch.nn.modules import module as module_hooks
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+from gradcheck_l2c.record.locations import (
+    OWN,
+    caller_is_user,
+    frame_kind,
+    inside_forward,
+    user_frame,
+    user_site,
+)
+from gradcheck_l2c.record.state import OptimizerRecord, TraceState
+
+
+class Patches:
+    """Installs everything on ``install()``; ``restore()`` puts back exactly what was there."""
+
+    def __init__(self, state: TraceState) -> None:
+        self.state = state
+        self._undo: list[Callable[[], None]] = []
+        self._parents: list[nn.Module] = []  # the modules whose forward is running, outermost first
+        self._child_names: dict[tuple[int, int], str] = {}  # (id(parent), id(child)) -> attribute
+        self._last_step: dict[int, int] = {}  # id(optimizer) -> backward calls seen at its last step
+
+    def install(self) -> None:
+        for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
+                               (module_hooks.register_module_module_registration_hook, self._on_submodule)):
+            self._undo.append(register(hook).remove)
+        if self.state.record_sites:
+            self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
+            self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
+        self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
+        self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
+        self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
+        self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
+        variable = self._variable(torch.autograd.variable.Variable)
+        self._replace(torch.autograd, "Variable", variable)
+        self._replace(torch.autograd.variable, "Variable", variable)
+        self._replace(torch.autograd.Function, "apply",
+                      classmethod(self._function_apply(torch.autograd.Function.__dict__["apply"])))
+        self._replace_attribute(warnings, "showwarning", _user_located(warnings.showwarning))
+
+    def restore(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    def _replace(self, owner: Any, name: str, value: Any) -> None:
+        original = owner.__dict__[name]
+        setattr(owner, name, value)
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    def _replace_attribute(self, owner: Any, name: str, value: Any) -> None:
+        """Like `_replace`, but leaves alone a value the traced code installed meanwhile."""
+        original = getattr(owner, name)
+        setattr(owner, name, value)
+
+        def undo() -> None:
+            if getattr(owner, name) is value:
+                setattr(owner, name, original)
+
+        self._undo.append(undo)
+
+    def _on_parameter(self, module: nn.Module, name: str, param: Any) -> None:
+        if param is None:
+            return
+        state = self.state
+        frame = user_frame(1)
+        outer = inside_forward(frame.f_back if frame is not None else None)
+        if outer is not None:
+            if not module._parameters:  # count each new module once, not once per parameter
+                state.events.record("module_in_forward", -1, user_site(1), type(module).__name__, outer=outer)
+            return
+        state.registry.add_module(module)
+        state.watch_leaf(param, user_site(1), owner=(module, name))
+
+    def _enter_module(self, module: nn.Module, args: Any) -> None:
+        """Track which module's forward runs, so drawn nodes can be grouped by module."""
+        path = self.state.module_path
+        parent = path[-1] if path else None
+        name = type(module).__name__
+        if parent is not None:
+            name = parent + "." + (self._child_names.get((id(self._parents[-1]), id(module))) or name)
+        path.append(name)
+        self._parents.append(module)
+
+    def _leave_module(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._parents and self._parents[-1] is module:
+            self._parents.pop()
+            self.state.module_path.pop()
+
+    def _on_submodule(self, parent: nn.Module, name: str, child: Any) -> None:
+        """A module gets a submodule: remember the parent, so parameters are named from the outermost."""
+        if child is not None and inside_forward(user_frame(1)) is None:
+            self.state.registry.add_module(parent)
+            self._child_names[(id(parent), id(child))] = name
+
+    def _parameter_new(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+
+        def new(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
+            param = original(cls, data, requires_grad)
+            site = user_site(1)
+            created, ident = state.registry.created, id(param)
+            created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site)
+            if isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
+                state.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
+            if caller_is_user(1):  # written by the user, not made inside a torch layer
+                state.watch_leaf(param, site, user_leaf=True)
+            return param
+
+        return new
+
+    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """``step()`` with no gradient at all although backward ran since the last step: they were
+        erased in between (``zero_grad()`` after ``backward()``)."""
+        state = self.state
+        since = self._last_step.get(id(optimizer), 0)
+        self._last_step[id(optimizer)] = state.backward_count
+        if state.backward_count == since:
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        if not params or params[0].grad is not None or any(p.grad is not None for p in params):
+            return
+        watched = [w for w in map(state.registry.get, params) if w is not None]
+        if not any(w.last_reached > since for w in watched):
+            return  # they never got gradients: that is told per tensor, not as erased ones
+        key = state.registry.key_of(params[0])
+        state.events.record("optimizer", -1 if key is None else key, user_site(1), "erased",
+                            optimizer=type(optimizer).__name__, size=len(params))
+
+    def _function_apply(self, original: Any) -> Callable[..., Any]:
+        state = self.state
+
+        def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+            state.custom_forward += 1
+            try:
+                return original.__get__(None, cls)(*args, **kwargs)
+            finally:
+                state.custom_forward -= 1
+
+        return apply
+
+    def _optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+
+        def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
+            original(optimizer, *args, **kwargs)
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            record = OptimizerRecord(type(optimizer).__name__, user_site(1), [weakref.ref(p) for p in params],
+                                     weakref.ref(optimizer))
+            for other in state.optimizers:
+                if other.optimizer() is None:
+                    continue
+                for param in params:
+                    key = state.registry.key_of(param)
+                    if key is not None and other.holds(param):
+                        state.events.record("optimizer", key, record.site, record.name, first=other.name)
+            state.optimizers.append(record)
+
+        return init
+
+    def _from_numpy(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+
+        def from_numpy(array: Any) -> torch.Tensor:
+            tensor = original(array)
+            if state.taints:
+                state.rewrap("torch.from_numpy()", array, tensor, user_site(1), False)
+            return tensor
+
+        return from_numpy
+
+    def _variable(self, original: type) -> type:
+        """A stand-in for the legacy ``Variable`` class: still matches ``isinstance``, and reports."""
+        state = self.state
+
+        class Variable(original):  # type: ignore[misc, valid-type]
+            def __new__(cls, data: Any = None, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Any:
+                out = original(data, *args, requires_grad=requires_grad, **kwargs)
+                state.rewrap("Variable()", data, out, user_site(1), requires_grad)
+                return out
+
+        return Variable
+
+
+def _user_located(show: Callable[..., Any]) -> Callable[..., Any]:
+    """``warnings.showwarning`` that puts a torch warning raised under the interceptor at the user's line.
+
+    Warnings from C++ name the innermost Python frame, which during a trace is the interceptor's.
+    """
+
+    def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                    line: str | None = None) -> None:
+        if frame_kind(filename) == OWN:
+            site = user_site(1)
+            if site is not None:
+                filename, lineno, line = site.file, site.line, None
+        show(message, category, filename, lineno, file, line)
+
+    return showwarning

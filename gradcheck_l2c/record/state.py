@@ -1,0 +1,522 @@
+"""What one trace has learned so far: watched tensors, events, taints, backward verdicts.
+
+The interceptor and the patches report raw facts here; `judge` turns them into findings.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from gradcheck_l2c.record import graph, unregistered
+from gradcheck_l2c.record.events import Event, EventLog
+from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site
+from gradcheck_l2c.record.taint import Chain, Taint, TaintStore, fresh
+from gradcheck_l2c.record.watch import WatchRegistry, WatchSpec, owner_of
+
+Tensor = torch.Tensor
+_REACH = "gradcheck_reach"
+#: Kinds where constant values come back in as leaves; a second one on the same route adds nothing.
+REENTRIES = ("state_dict_reload", "new_parameter", "tensor_rewrap")
+MAX_GRAPHS = 8
+
+
+@dataclass
+class Snapshot:
+    """A ``state_dict()`` entry that shares storage with a live parameter."""
+
+    key: int
+    site: Site | None
+    version: int
+
+
+@dataclass
+class OptimizerRecord:
+    """An optimizer built during the trace: its class, where, and which tensors it was given."""
+
+    name: str
+    site: Site | None
+    params: list[weakref.ref]
+    optimizer: weakref.ref
+
+    def holds(self, tensor: Tensor) -> bool:
+        return any(ref() is tensor for ref in self.params)
+
+
+@dataclass
+class PendingGraph:
+    """A backward's graph in which watched tensors got no gradient, kept until findings exist."""
+
+    root: Any
+    missing: tuple[int, ...]
+    chains: dict[int, list[Chain]]
+    reentry: dict[int, list[Any]]  # id(event) -> graph nodes where tainted values came back in
+    signature: int
+
+
+@dataclass
+class TraceState:
+    spec: WatchSpec
+    record_sites: bool = False
+    registry: WatchRegistry = field(default_factory=WatchRegistry)
+    events: EventLog = field(default_factory=EventLog)
+    taints: TaintStore = field(default_factory=TaintStore)
+    backward_count: int = 0
+    reached_now: list[int] = field(default_factory=list)
+    missed: dict[int, dict[Chain, int]] = field(default_factory=dict)
+    read_missing: list[tuple[Site | None, str, bool, Any]] = field(default_factory=list)
+    dead_ends: list[Taint] = field(default_factory=list)  # values whose every path was cut
+    unregistered: dict[tuple[str, str], tuple[Site | None, str]] = field(default_factory=dict)
+    replacements: dict[int, tuple[weakref.ref, int, Site | None, str]] = field(default_factory=dict)
+    snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
+    optimizers: list[OptimizerRecord] = field(default_factory=list)
+    inplace_log: deque = field(default_factory=lambda: deque(maxlen=256))
+    graphs: list[PendingGraph] = field(default_factory=list)
+    graph_signatures: set[int] = field(default_factory=set)
+    pid: int = field(default_factory=os.getpid)
+    module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
+    consumers: dict[int, str] = field(default_factory=dict)  # watched key -> op that takes the leaf
+    custom_forward: int = 0  # depth of custom autograd.Function forwards (grad is off there by design)
+    inplace_seen: dict[tuple[Site | None, str], list] = field(default_factory=dict)  # -> [keys, count]
+    # set by the front door: adds what the trace knows to a backward's RuntimeError (judge stage)
+    explain_backward_error: Callable[[TraceState, RuntimeError, list[Tensor]], None] | None = None
+
+    # ---- watching -------------------------------------------------------------------------
+
+    def watch_leaf(self, tensor: Tensor, site: Site | None, owner: tuple[nn.Module, str] | None = None,
+                   explicit: bool = False, user_leaf: bool = False) -> None:
+        """Watch a leaf that requires grad; a post-accumulate hook tells when it gets a gradient.
+
+        ``user_leaf``: user code asked for this leaf's gradient by creating it with
+        ``requires_grad=True`` — unlike module parameters, which require grad by default.
+        """
+        if not (tensor.requires_grad and tensor.is_leaf):
+            return
+        watched = self.registry.add(tensor, site, owner=owner, explicit=explicit)
+        watched.user_leaf = watched.user_leaf or user_leaf
+        if watched.hook is None:
+            watched.born = self.backward_count
+            reached = self.reached_now
+            key = watched.key
+            watched.hook = tensor.register_post_accumulate_grad_hook(lambda _t, key=key: reached.append(key))
+
+    def discover(self, frame: Any) -> None:
+        """Learn modules and variable names from the user frames on the stack (cheap, no copies)."""
+        registry = self.registry
+        while frame is not None:
+            if frame_kind(frame.f_code.co_filename) == USER:
+                for name, value in frame.f_locals.items():
+                    if isinstance(value, nn.Module):
+                        if id(value) not in registry.modules:
+                            for pname, param in value.named_parameters():
+                                self.watch_leaf(param, None, owner=(value, pname))
+                        registry.add_module(value, name if name != "self" else None)
+                    elif isinstance(value, Tensor):
+                        watched = registry.get(value)
+                        if watched is not None and watched.variable is None and watched.owner is None:
+                            watched.variable = name
+            frame = frame.f_back
+        self.adopt_attributes()
+        registry.resolve_names()
+        unregistered.collect(self)
+
+    def adopt_attributes(self) -> None:
+        """Name watched non-parameter tensors after the module attribute that holds them."""
+        registry = self.registry
+        for module, _ in registry.live_modules():
+            for attr, value in vars(module).items():
+                if isinstance(value, Tensor) and not attr.startswith("_"):
+                    watched = registry.get(value)
+                    if watched is not None and watched.owner is None:
+                        watched.owner = owner_of(module, attr)
+
+    # ---- reachability ---------------------------------------------------------------------
+
+    def reach(self, tensor: Tensor) -> frozenset[int]:
+        """Watched keys whose leaves are reachable from ``tensor`` through live autograd history."""
+        if not tensor.requires_grad:
+            return frozenset()
+        node = tensor.grad_fn
+        if node is None:
+            key = self.registry.key_of(tensor)
+            return frozenset() if key is None else frozenset((key,))
+        metadata = node.metadata
+        cached = metadata.get(_REACH)
+        if cached is not None:
+            return cached
+        key_of = self.registry.key_of
+        keys = set()
+        for child in graph.iter_nodes([node], graph.SAFE_WALK):
+            variable = getattr(child, "variable", None)
+            if variable is not None:
+                key = key_of(variable)
+                if key is not None:
+                    keys.add(key)
+        result = frozenset(keys)
+        metadata[_REACH] = result
+        return result
+
+    # ---- cuts -----------------------------------------------------------------------------
+
+    def cut(self, kind: str, detail: str, tensors: list[Tensor], site: Site | None = None,
+            exclude: frozenset[int] = frozenset(), **extra: Any) -> Taint | None:
+        """Values of ``tensors`` leave autograd here: record one event per watched key they reach.
+
+        Returns the taint their results carry: the new cuts plus whatever taint the inputs had.
+        """
+        new: dict[int, Event] = {}
+        inherited: Taint | None = None
+        for tensor in tensors:
+            inherited = self.taints.merge(inherited, self.taints.get(tensor))
+            keys = self.reach(tensor) - exclude
+            if not keys:
+                continue
+            if site is None:
+                site = user_site(2)
+            source = tensor.grad_fn
+            for key in keys:
+                if key not in new:
+                    new[key] = self.events.record(kind, key, site, detail, source=source, **extra)
+        if not new:
+            return inherited
+        return self.taints.merge(fresh(new), _without(inherited, new))
+
+    def relabel(self, taint: Taint | None, kind: str, label: str, site: Site | None) -> Taint | None:
+        """A cut made on this very line (``x.detach().numpy()``) is reported as the later step's kind."""
+        if taint is None:
+            return None
+        chains = {}
+        for key, chain in taint.chains.items():
+            last = chain[-1]
+            if last.site == site and last.kind in ("detach", "data_attr"):
+                event = self.events.record(kind, key, site, last.detail + label, source=last.source)
+                chain = chain[:-1] + (event,)
+            chains[key] = chain
+        return Taint(chains)
+
+    def reenter(self, kind: str, detail: str, sources: list[Any], targets: list[Tensor],
+                site: Site | None = None) -> None:
+        """Values come back in as a leaf (``load_state_dict``, ``copy_`` into a parameter, ...).
+
+        Cuts of live history and earlier chains both get this event appended, and the targets
+        carry the result: when they later feed a loss, the whole route is known.
+        """
+        own = frozenset(k for k in (self.registry.key_of(t) for t in targets) if k is not None)
+        live: set[int] = set()
+        inherited: Taint | None = None
+        for source in sources:
+            inherited = self.taints.merge(inherited, self.taints.get(source))
+            if isinstance(source, Tensor):
+                live |= self.reach(source)
+        live -= own
+        inherited = _without(inherited, own)
+        if not live and inherited is None:
+            for target in targets:
+                self.taints.discard(target)
+            return
+        if site is None:
+            site = user_site(2)
+        target_key = next(iter(own), None)
+        onward = [k for k, c in inherited.chains.items() if c[-1].kind not in REENTRIES] if inherited else []
+        events = {key: self.events.record(kind, key, site, detail, target=target_key)
+                  for key in live.union(onward)}
+        result = fresh({k: events[k] for k in live})
+        if inherited is not None:
+            result = self.taints.merge(result, self.taints.extend(inherited, {k: events[k] for k in onward}))
+        for target in targets:
+            self.taints.set(target, result)
+
+    def rewrap(self, label: str, data: Any, out: Tensor, site: Site | None, requires_grad: bool) -> None:
+        """A new tensor built from ``data`` (``torch.tensor``, ``from_numpy``, ``Variable``): values with
+        history or taint come back in without it; with ``requires_grad`` it is a new leaf to watch."""
+        if isinstance(out, Tensor):
+            self.reenter("tensor_rewrap", label, _data_items(data), [out], site=site)
+            if requires_grad:
+                self.watch_leaf(out, site, user_leaf=True)
+
+    def no_grad_op(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """An op ran with grad disabled on inputs that require grad: what reaches watched tensors is cut here."""
+        name = getattr(func, "__name__", "")
+        inplace = name.endswith("_") and not name.endswith("__")
+        if not inplace and not _holds_tensor(out):
+            return  # a metadata query (.device, .dim()): no values flow on
+        targets = _inplace_targets(args) if inplace else []
+        inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
+        exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
+        taint = self.taints.of_args(args, kwargs)
+        if any(self.reach(t) - exclude for t in inputs) and not self.custom_forward and not _in_optimizer_step():
+            taint = self.taints.merge(taint, self.cut("no_grad", op_label(func), inputs, site=user_site(1),
+                                                      exclude=exclude))
+        if not inplace:
+            self.taints.mark(out, taint)
+            self._remember_replacement(func, inputs, out)
+            return
+        taint = _without(taint, exclude)
+        for target in targets:
+            self.taints.assign(target, taint)
+
+    def inplace_write(self, target: Tensor, site: Site | None, label: str) -> None:
+        """An in-place write in grad mode on a tensor with history: autograd records it, so it does
+        not cut the path; kept as a note for the tensors whose gradient then goes missing anyway.
+
+        The graph is walked once per place and operation, not once per call.
+        """
+        seen = self.inplace_seen.get((site, label))
+        if seen is None:
+            self.inplace_seen[(site, label)] = [self.reach(target), 1]
+        else:
+            seen[1] += 1
+
+    def _remember_replacement(self, func: Any, inputs: list[Tensor], out: Any) -> None:
+        """``w = w - lr * w.grad`` under no_grad: a new tensor shaped like a watched leaf, without history.
+
+        Kept (weakly) so that a later backward error or ``.grad`` read on it can name this line, even
+        after the leaf's own taint stopped mattering because it got gradients before.
+        """
+        if not isinstance(out, Tensor) or out.requires_grad:
+            return
+        for tensor in inputs:
+            key = self.registry.key_of(tensor)
+            if key is not None and tensor.shape == out.shape:
+                ident = id(out)
+                replacements = self.replacements
+                ref = weakref.ref(out, lambda _, ident=ident: replacements.pop(ident, None))
+                replacements[ident] = (ref, key, user_site(2), op_label(func))
+                return
+
+    def replacement_of(self, obj: Any) -> Taint | None:
+        """The cut behind a tensor rebuilt from a watched leaf under no_grad, as a one-event taint."""
+        entry = self.replacements.get(id(obj))
+        if entry is None or entry[0]() is not obj:
+            return None
+        _, key, site, label = entry
+        return fresh({key: self.events.record("no_grad", key, site, label)})
+
+    # ---- judging ----------------------------------------------------------------------------
+
+    def judge_backward(self, roots: list[Tensor], inputs: set[int] | None, frame: Any) -> None:
+        """After a backward: which watched tensors were reached, and which got values only via cuts."""
+        self.backward_count += 1
+        registry = self.registry
+        # the accumulate hook fires even when a custom Function's backward returned None for the leaf
+        reached = {key for key in self.reached_now if _has_grad(registry.all[key].tensor)}
+        self.reached_now.clear()
+        if self.backward_count <= 3:
+            for key in self._note_consumers(roots) - reached:
+                if not registry.all[key].ever_grad:
+                    registry.all[key].got_grad = False
+        for key in reached:
+            watched = registry.all[key]
+            watched.got_grad = True
+            watched.last_reached = self.backward_count
+            if not watched.ever_grad:
+                watched.ever_grad = True
+                self.taints.settle(key)
+                self._check_optimized(watched)
+            if watched.zero_checks < 2 and not watched.nonzero_grad:
+                tensor = watched.tensor
+                if tensor is not None and tensor.grad is not None:
+                    watched.zero_checks += 1
+                    with torch._C.DisableTorchFunction():
+                        watched.nonzero_grad = bool(tensor.grad.any())
+        if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
+            # every leaf this backward could reach has fired its hook: later `.item()` calls on this
+            # loss need no graph walk
+            roots[0].grad_fn.metadata.setdefault(_REACH, frozenset(reached))
+        if self.backward_count <= 3 or self.backward_count % 50 == 0:
+            self.discover(frame)
+        taint = None
+        for root in roots:
+            taint = self.taints.merge(taint, self.taints.get(root))
+        if taint is None:
+            return
+        missing: dict[int, list[Chain]] = {}
+        for key, chain in taint.chains.items():
+            if key in reached or (inputs is not None and key not in inputs):
+                continue
+            watched = registry.all[key]
+            if not watched.ever_grad:
+                watched.got_grad = False
+            seen = self.missed.setdefault(key, {})
+            seen[chain] = seen.get(chain, 0) + 1
+            missing.setdefault(key, []).append(chain)
+        if missing:
+            self._capture(roots, missing)
+
+    def _check_optimized(self, watched: Any) -> None:
+        """A parameter's first gradient: is any optimizer going to use it? (Checked now, while it lives.)"""
+        tensor = watched.tensor
+        if watched.is_parameter and self.optimizers and tensor is not None \
+                and not any(record.holds(tensor) for record in self.optimizers):
+            self.events.record("optimizer", watched.key, watched.site, "none")
+
+    def _note_consumers(self, roots: list[Tensor]) -> set[int]:
+        """Which op consumes each watched leaf in this graph (the one to blame if no gradient arrives);
+        returns the keys of the watched leaves in the graph."""
+        key_of = self.registry.key_of
+        found = set()
+        for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
+            for child, _ in node.next_functions:
+                variable = getattr(child, "variable", None) if child is not None else None
+                key = key_of(variable) if variable is not None else None
+                if key is not None:
+                    self.consumers.setdefault(key, type(node).__name__)
+                    found.add(key)
+        return found
+
+    def _capture(self, roots: list[Tensor], missing: dict[int, list[Chain]]) -> None:
+        if len(self.graphs) >= MAX_GRAPHS:
+            return
+        nodes = graph.grad_roots([r for r in roots if r.requires_grad])
+        if not nodes:
+            return
+        root = nodes[0]
+        signature = hash((graph.signature(root, graph.SAFE_WALK), tuple(sorted(missing))))
+        if signature in self.graph_signatures:
+            return
+        self.graph_signatures.add(signature)
+        reentry: dict[int, list[Any]] = {}
+        get = self.taints.get
+        for node in graph.iter_nodes([root], graph.SAFE_WALK):
+            variable = getattr(node, "variable", None)
+            taint = get(variable) if variable is not None else None
+            if taint is None:
+                continue
+            for key, chain in taint.chains.items():
+                if key in missing:
+                    reentry.setdefault(id(chain[-1]), []).append(node)
+        self.graphs.append(PendingGraph(root, tuple(missing), missing, reentry, signature))
+
+    def grad_read(self, tensor: Tensor, value: Any) -> None:
+        """User code read ``.grad``: a None or all-zero value there is a gradient they expected."""
+        if value is not None:
+            watched = self.registry.get(tensor)
+            if watched is None or watched.nonzero_grad:
+                return
+            with torch._C.DisableTorchFunction():
+                nonzero = bool(value.any())
+            watched.nonzero_grad = watched.nonzero_grad or nonzero
+            if nonzero:
+                return
+        site = user_site(2)
+        watched = self.registry.get(tensor)
+        if watched is not None:
+            watched.grad_read = watched.grad_read or site
+            return
+        taint = self.taints.get(tensor) or self.replacement_of(tensor)
+        if tensor.is_leaf and taint is not None:
+            self.dead_ends.append(taint)
+        elif not tensor.is_leaf:
+            frame = user_frame(2)
+            name = _variable_name(frame, tensor) if frame is not None else None
+            self.read_missing.append((site, name or "tensor", tensor.is_leaf, tensor.grad_fn))
+
+    # ---- state_dict snapshots -----------------------------------------------------------------
+
+    def snapshot(self, param: Tensor, out: Tensor) -> None:
+        key = self.registry.key_of(param)
+        if key is None:
+            return
+        ident = id(out)
+        snapshots = self.snapshots
+        ref = weakref.ref(out, lambda _, ident=ident: snapshots.pop(ident, None))
+        snapshots[ident] = (ref, Snapshot(key, user_site(2), out._version))
+
+    def check_snapshots(self, func: Any, args: tuple) -> None:
+        """A stale ``state_dict()`` entry is used: its parameter changed since the snapshot."""
+        snapshots = self.snapshots
+        for arg in _flat(args):
+            entry = snapshots.get(id(arg))
+            if entry is None or entry[0]() is not arg:
+                continue
+            snap = entry[1]
+            if arg._version != snap.version:
+                self.events.record("state_dict_alias", snap.key, user_site(2), op_label(func),
+                                   snapshot=snap.site)
+                snap.version = arg._version
+
+
+def _without(taint: Taint | None, keys: Any) -> Taint | None:
+    if taint is None or not any(k in taint.chains for k in keys):
+        return taint
+    chains = {k: c for k, c in taint.chains.items() if k not in keys}
+    return Taint(chains) if chains else None
+
+
+def _flat(args: tuple):
+    for arg in args:
+        if type(arg) in (list, tuple):
+            yield from arg
+        else:
+            yield arg
+
+
+def _data_items(data: Any, limit: int = 10_000) -> list[Any]:
+    """The leaves (tensors, numbers, arrays) of the nested lists and tuples given to ``torch.tensor``."""
+    items: list[Any] = []
+    stack = [data]
+    while stack and len(items) < limit:
+        item = stack.pop()
+        if type(item) in (list, tuple):
+            stack.extend(item)
+        else:
+            items.append(item)
+    return items
+
+
+def tensors_in(args: tuple, kwargs: dict | None) -> list[Tensor]:
+    found = [a for a in _flat(args) if isinstance(a, Tensor)]
+    if kwargs:
+        found.extend(v for v in kwargs.values() if isinstance(v, Tensor))
+    return found
+
+
+def _inplace_targets(args: tuple) -> list[Tensor]:
+    if not args:
+        return []
+    first = args[0]
+    if isinstance(first, Tensor):
+        return [first]
+    if type(first) in (list, tuple):
+        return [t for t in first if isinstance(t, Tensor)]
+    return []
+
+
+def _in_optimizer_step() -> bool:
+    """Whether torch.optim code is on the stack between here and user code (its updates are no cuts)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+        if "/torch/optim/" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _has_grad(tensor: Tensor | None) -> bool:
+    return tensor is not None and tensor.grad is not None
+
+
+def _holds_tensor(out: Any) -> bool:
+    return isinstance(out, Tensor) or (isinstance(out, (list, tuple)) and any(isinstance(o, Tensor) for o in out))
+
+
+def op_label(func: Any) -> str:
+    name = getattr(func, "__name__", repr(func))
+    if name in ("__get__", "__set__"):
+        name = getattr(getattr(func, "__self__", None), "__name__", name)
+    return name
+
+
+def _variable_name(frame: Any, tensor: Tensor) -> str | None:
+    for name, value in frame.f_locals.items():
+        if value is tensor:
+            return name
+    return None
+
+

@@ -1,0 +1,147 @@
+"""The text report and the JSON document, built from hand-made findings."""
+import json
+import os
+
+import pytest
+
+from gradcheck_l2c.present.jsonreport import JSON_VERSION, json_document
+from gradcheck_l2c.present.textreport import format_report, summary_line
+from gradcheck_l2c.records import Finding, WatchedTensor
+
+HERE = os.path.abspath("train.py")
+
+
+def finding(kind="item", severity="error", tensor="Net.alpha", line=10, count=1, code="y = w.item()",
+            message="`.item()` turned a value computed from Net.alpha into a Python float.",
+            fix="keep it a tensor: drop `.item()`.", file=HERE):
+    return Finding(kind, severity, tensor, file, line, code, message, fix, count)
+
+
+ALPHA = WatchedTensor("Net.alpha", (4, 4), False)
+WEIGHT = WatchedTensor("Net.fc.weight", (2, 3), True)
+BIAS = WatchedTensor("Net.fc.bias", (2,), None)
+
+
+def test_summary_names_the_tensors_without_gradient_and_counts_by_severity():
+    findings = [finding(), finding(kind="no_grad", line=12), finding(kind="optimizer", severity="warning"),
+                finding(kind="non_leaf_watched", severity="info")]
+    line = summary_line(findings, [ALPHA, WEIGHT, BIAS])
+    assert line == ("gradcheck-l2c: 1 of 3 watched tensors got no gradient (Net.alpha), "
+                    "1 never reached by a backward; 2 errors, 1 warning, 1 note")
+
+
+@pytest.mark.parametrize(
+    ("watched", "expected"),
+    [
+        ([], "gradcheck-l2c: no tensor was watched; no findings"),
+        ([WEIGHT], "gradcheck-l2c: the watched tensor got a gradient; no findings"),
+        ([WEIGHT, WEIGHT], "gradcheck-l2c: all 2 watched tensors got a gradient; no findings"),
+        ([BIAS, BIAS], "gradcheck-l2c: no backward reached the 2 watched tensors; no findings"),
+    ],
+)
+def test_summary_without_findings(watched, expected):
+    assert summary_line([], watched) == expected
+
+
+def test_summary_lists_at_most_three_names():
+    watched = [WatchedTensor(f"t{i}", (1,), False) for i in range(5)]
+    assert "(t0, t1, t2 and 2 more)" in summary_line([], watched)
+
+
+def test_causes_of_a_missing_gradient_come_in_flow_order_with_place_code_and_fix():
+    first = finding(kind="item", line=30, count=120, code="x = w[i].item() * d")
+    second = finding(kind="state_dict_reload", line=12, code="model.load_state_dict(theta)",
+                     message="load_state_dict copied plain values over the parameters.",
+                     fix="use torch.func.functional_call.")
+    lines = format_report([first, second], [ALPHA]).splitlines()
+
+    assert lines[2] == "Net.alpha (4, 4) got no gradient; causes in the order the values flowed:"
+    assert lines[4:8] == [
+        "  1. train.py:30: error: item (×120)",
+        "         x = w[i].item() * d",
+        "     `.item()` turned a value computed from Net.alpha into a Python float.",
+        "     fix: keep it a tensor: drop `.item()`.",
+    ]
+    assert lines[9] == "  2. train.py:12: error: state_dict_reload"
+    assert lines[10:] == ["         model.load_state_dict(theta)",
+                          "     load_state_dict copied plain values over the parameters.",
+                          "     fix: use torch.func.functional_call."]
+
+
+def test_missing_gradients_without_a_finding_are_listed_together():
+    watched = [WatchedTensor(f"Net.layer{i}.weight", (2, 2), False) for i in range(12)]
+    lines = format_report([], watched).splitlines()
+    assert lines[2] == "Got no gradient, and no finding explains why (does the loss use them?):"
+    assert lines[3].startswith("  Net.layer0.weight (2, 2), Net.layer1.weight (2, 2), ")
+    assert lines[3].endswith("Net.layer9.weight (2, 2) and 2 more")
+    assert format_report([], watched, verbose=True).splitlines()[3].endswith("Net.layer11.weight (2, 2)")
+
+
+def test_other_findings_fold_the_same_event_on_several_tensors_and_put_errors_first():
+    findings = [
+        finding(kind="optimizer", severity="warning", tensor="Net.w", line=5),
+        finding(kind="state_dict_reload", tensor="Net.fc.weight", line=40, count=3),
+        finding(kind="state_dict_reload", tensor="Net.fc.bias", line=40, count=3),
+    ]
+    lines = format_report(findings, [WEIGHT]).splitlines()
+    heads = [line for line in lines if line.startswith("  - ")]
+    assert lines[2] == "Findings:"
+    assert heads == ["  - train.py:40: error: state_dict_reload (×3): Net.fc.weight, Net.fc.bias",
+                     "  - train.py:5: warning: optimizer: Net.w"]
+
+
+def test_findings_about_other_tensors_come_after_the_missing_ones():
+    findings = [finding(kind="optimizer", severity="warning", tensor="Net.w", line=5), finding()]
+    report = format_report(findings, [ALPHA, WEIGHT])
+    assert report.index("Net.alpha (4, 4) got no gradient") < report.index("Other findings:")
+    assert report.index("Other findings:") < report.index("train.py:5: warning: optimizer: Net.w")
+
+
+def test_max_findings_caps_the_entries_and_says_how_many_are_left_out():
+    findings = [finding(line=line) for line in range(1, 6)]
+    report = format_report(findings, [ALPHA], max_findings=2)
+    assert "train.py:2:" in report and "train.py:3:" not in report
+    assert "3 more findings not shown (at most 2 entries are listed)." in report
+
+
+def test_notes_are_hidden_unless_verbose():
+    note = finding(kind="non_leaf_watched", severity="info", tensor="h", line=7)
+    quiet = format_report([note], [WEIGHT, BIAS])
+    assert "train.py:7" not in quiet
+    assert "1 note not shown (verbose shows them)." in quiet
+
+    verbose = format_report([note], [WEIGHT, BIAS], verbose=True)
+    assert "  - train.py:7: info: non_leaf_watched: h" in verbose
+    assert "Got a gradient: Net.fc.weight" in verbose
+    assert "Never reached by a backward: Net.fc.bias" in verbose
+
+
+def test_files_outside_the_current_folder_keep_their_absolute_path():
+    outside = os.path.join(os.path.dirname(os.getcwd()), "elsewhere.py")
+    assert f"  1. {outside}:10: error: item" in format_report([finding(file=outside)], [ALPHA])
+
+
+def test_colour_only_when_asked():
+    plain = format_report([finding()], [ALPHA])
+    coloured = format_report([finding()], [ALPHA], color=True)
+    assert "\x1b[" not in plain
+    assert "\x1b[1;31merror\x1b[0m" in coloured
+    assert coloured.replace("\x1b[1;31m", "").replace("\x1b[1m", "").replace("\x1b[32m", "").replace(
+        "\x1b[0m", "") == plain
+
+
+def test_json_document_holds_every_field():
+    findings = [finding(count=4)]
+    document = json_document(script=HERE, argv=[HERE, "--lr", "3"], exit_code=1,
+                             watched=[ALPHA, WEIGHT], findings=findings)
+    assert json.loads(json.dumps(document)) == {
+        "version": JSON_VERSION,
+        "script": HERE,
+        "argv": [HERE, "--lr", "3"],
+        "exit_code": 1,
+        "watched": [{"name": "Net.alpha", "got_grad": False, "shape": [4, 4]},
+                    {"name": "Net.fc.weight", "got_grad": True, "shape": [2, 3]}],
+        "findings": [{"kind": "item", "severity": "error", "tensor": "Net.alpha", "file": HERE, "line": 10,
+                      "code": "y = w.item()", "message": findings[0].message, "fix": findings[0].fix,
+                      "count": 4}],
+    }

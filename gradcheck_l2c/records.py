@@ -37,12 +37,32 @@ CAUSES: frozenset[str] = frozenset({
 })
 
 
+#: Roles of a finding's related places: where the symptom showed, where the tensor or object was
+#: defined, and where it was used.
+ROLES: tuple[str, ...] = ("symptom", "defined", "used")
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another place that belongs to a finding: the line where the symptom showed (``symptom``), where
+    the tensor or object was made (``defined``), or where it was used (``used``)."""
+
+    file: str
+    line: int
+    role: str
+    code: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "role": self.role}
+
+
 @dataclass(frozen=True)
 class Finding:
     """One explained problem: what happened to which tensor, where in user code, and the fix.
 
-    ``file`` is an absolute path and ``line`` 1-based; ``count`` is how many times the same
-    event (same kind, tensor and place) happened during the trace.
+    ``file`` is an absolute path and ``line`` 1-based: the line to change. ``count`` is how many times
+    the same event (same kind, tensor and place) happened during the trace; ``related`` are other
+    places that belong to it (where the symptom showed, where the tensor was defined).
     """
 
     kind: str
@@ -54,9 +74,12 @@ class Finding:
     message: str
     fix: str
     count: int = 1
+    related: tuple[Related, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "related"}
+        document["related"] = [place.to_dict() for place in self.related]
+        return document
 
     @property
     def location(self) -> str:

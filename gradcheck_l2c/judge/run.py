@@ -10,7 +10,7 @@ from gradcheck_l2c.record.events import Event
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.watch import Watched, selected
-from gradcheck_l2c.records import CapturedGraph, Cut, Finding, WatchedTensor
+from gradcheck_l2c.records import CapturedGraph, Cut, Finding, Related, WatchedTensor
 
 
 @dataclass
@@ -50,10 +50,14 @@ class Run:
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in spec.patterns for name in names)
 
     def finding(self, kind: str, severity: str, tensor: str, site: Site | None, message: str, fix: str,
-                count: int = 1) -> Finding:
+                count: int = 1, related: dict[str, Site | None] | None = None) -> Finding:
+        """A finding at ``site``; ``related`` maps roles (``symptom``, ``defined``, ``used``) to other places."""
         file, line = (site.file, site.line) if site is not None else ("<unknown>", 0)
         code = site.code if site is not None else ""
-        return Finding(kind, severity, tensor, file, line, code, message, fix, count)  # type: ignore[arg-type]
+        places = tuple(Related(s.file, s.line, role, s.code) for role, s in (related or {}).items()
+                       if s is not None and (s.file, s.line) != (file, line))
+        return Finding(kind, severity, tensor, file, line, code, message, fix, count,  # type: ignore[arg-type]
+                       places)
 
     def describe_cut(self, kind: str, detail: str, tensor: str) -> tuple[str, str]:
         """The message and fix a cut detector words for one cut of ``tensor``."""

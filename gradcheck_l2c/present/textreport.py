@@ -208,6 +208,9 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     lines.append(f"{indent}{first.message}")
     if first.fix:
         lines.append(f"{indent}{paint('fix:', 'fix')} {first.fix}")
+    for place in first.related:
+        lines.append(f"{indent}{place.role}: {display_path(place.file)}:{place.line}"
+                     + (f": {place.code.strip()}" if place.code else ""))
     return lines
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from gradcheck_l2c.present.jsonreport import JSON_VERSION, json_document
 from gradcheck_l2c.present.textreport import format_report, summary_line
-from gradcheck_l2c.records import Finding, WatchedTensor
+from gradcheck_l2c.records import Finding, Related, WatchedTensor
 
 HERE = os.path.abspath("train.py")
 
@@ -143,5 +143,16 @@ def test_json_document_holds_every_field():
                     {"name": "Net.fc.weight", "got_grad": True, "shape": [2, 3]}],
         "findings": [{"kind": "item", "severity": "error", "tensor": "Net.alpha", "file": HERE, "line": 10,
                       "code": "y = w.item()", "message": findings[0].message, "fix": findings[0].fix,
-                      "count": 4}],
+                      "count": 4, "related": []}],
     }
+
+
+def test_related_places_are_listed_under_the_finding_and_in_json():
+    snapshot = Finding("state_dict_alias", "warning", "Net.alpha", HERE, 7, "sd = net.state_dict()",
+                       "the snapshot shares storage with the live weights.", "take real copies.", 1,
+                       (Related(HERE, 12, "symptom", "net.load_state_dict(sd)"),))
+    text = format_report([snapshot], [ALPHA], color=False)
+    assert "train.py:7: warning: state_dict_alias" in text
+    assert "symptom: train.py:12: net.load_state_dict(sd)" in text
+    document = json_document(script=HERE, argv=[HERE], exit_code=0, watched=[ALPHA], findings=[snapshot])
+    assert document["findings"][0]["related"] == [{"file": HERE, "line": 12, "role": "symptom"}]

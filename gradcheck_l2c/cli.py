@@ -7,12 +7,12 @@ it ends, and the exit status says whether gradients went missing.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
 import gradcheck_l2c
 from gradcheck_l2c.errors import GradcheckError, UsageError
+from gradcheck_l2c.paths import output_file, output_folder
 from gradcheck_l2c.present.jsonreport import json_document, write_json
 from gradcheck_l2c.present.textreport import format_report, summary_line
 from gradcheck_l2c.runner import (
@@ -186,14 +186,13 @@ def _trace_command(options: argparse.Namespace) -> int:
         raise UsageError("trace needs a script: gradcheck-l2c trace [options] script.py [args...]")
     if (options.format or options.full) and not options.render:
         raise UsageError("--format and --full need --render DIR")
-    if options.json:  # absolute: the script may change the working folder
-        options.json = os.path.abspath(options.json)
-        _check_folder(options.json, "--json")
+    if options.json:
+        options.json = output_file(options.json, "--json")
     if options.render:
         from gradcheck_l2c.present.draw.render import check_format
 
         options.format = check_format(options.format or "svg")
-        options.render = os.path.abspath(options.render)
+        options.render = output_folder(options.render, "--render")
     runner = ScriptRunner(options.module or options.script, options.args, as_module=bool(options.module))
     try:
         runner.prepare()
@@ -246,9 +245,3 @@ def _demo_command(options: argparse.Namespace) -> int:
     from gradcheck_l2c.demo import run_demo
 
     return run_demo(options.out)
-
-
-def _check_folder(path: str, option: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UsageError(f"{option}: folder {folder!r} does not exist")

@@ -134,6 +134,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    folder = config.getoption("gradcheck_render")
+    if folder:  # checked before any test runs: a bad folder is one line, not an INTERNALERROR later
+        from gradcheck_l2c.errors import UsageError
+        from gradcheck_l2c.paths import output_folder
+
+        try:
+            output_folder(folder, "--gradcheck-render")
+        except UsageError as err:
+            raise pytest.UsageError(str(err)) from None
     config.addinivalue_line(
         "markers",
         f"{MARKER}(watch=None, fail_on='error'): trace the test and fail it with the report "

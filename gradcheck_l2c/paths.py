@@ -1,0 +1,43 @@
+"""Output paths checked before the traced script starts, so a bad one costs a one-line error, not a run.
+
+Every front door that writes after the run (``--json``, ``--render``, ``--gradcheck-render``, and any
+new report format) checks its path here first. Nothing is created or written by the checks.
+"""
+from __future__ import annotations
+
+import os
+
+from gradcheck_l2c.errors import UsageError
+
+
+def output_file(path: str, option: str) -> str:
+    """The absolute path of a file to write later; ``UsageError`` now if it could not be written.
+
+    ``option`` names the setting in the message (``"--json"``). The path is made absolute because the
+    script may change the working folder.
+    """
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise UsageError(f"{option}: {path!r} is a folder; give a file name inside it")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option}: folder {folder!r} does not exist")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise UsageError(f"{option}: cannot write {path!r} (no permission, or a read-only file system)")
+    return path
+
+
+def output_folder(path: str, option: str) -> str:
+    """The absolute path of a folder to write into later (made then if missing); ``UsageError`` now
+    if it is a file, or if it could not be made or written to."""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{option}: {path!r} is a file, not a folder")
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"{option}: cannot make folder {path!r}: {existing!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option}: cannot write in {existing!r} (no permission, or a read-only file system)")
+    return path

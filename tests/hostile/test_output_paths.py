@@ -1,0 +1,90 @@
+"""Item 5 of the hostile-conditions issue: every output path is checked before the script starts.
+
+A bad path is a one-line usage error (exit 2 in the CLI, pytest's usage error for the plugin's option),
+and the script never runs: its side effect (a marker file) does not appear.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gradcheck_l2c.errors import UsageError
+from gradcheck_l2c.paths import output_file, output_folder
+from gradcheck_l2c.runner import EXIT_USAGE
+
+ENV = {name: value for name, value in os.environ.items() if name not in ("GRADCHECK_L2C_DISABLED", "NO_COLOR")}
+SCRIPT = """
+import pathlib, torch
+pathlib.Path("ran").write_text("the script ran")
+w = torch.randn(3, requires_grad=True)
+(w * 2).sum().backward()
+"""
+
+
+def gradcheck(cwd, *args):
+    result = subprocess.run([sys.executable, "-m", "gradcheck_l2c", *args], cwd=cwd, env=ENV,
+                            capture_output=True, text=True, timeout=300)
+    return result.returncode, result.stdout, result.stderr
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    (tmp_path / "train.py").write_text(SCRIPT)
+    (tmp_path / "a_file").write_text("not a folder")
+    (tmp_path / "a_folder").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--render", "a_file"], "--render: '{}/a_file' is a file, not a folder"),
+    (["--render", "a_file/graphs"], "--render: cannot make folder '{}/a_file/graphs': '{}/a_file' is a file"),
+    (["--json", "a_folder"], "--json: '{}/a_folder' is a folder; give a file name inside it"),
+    (["--json", "a_file/report.json"], "--json: folder '{}/a_file' does not exist"),
+    (["--json", "missing/report.json"], "--json: folder '{}/missing' does not exist"),
+])
+def test_a_bad_output_path_is_one_line_and_exit_2_before_the_script_runs(workdir, args, message):
+    code, stdout, stderr = gradcheck(workdir, "trace", *args, "train.py")
+    assert (code, stdout) == (EXIT_USAGE, "")
+    assert stderr == f"gradcheck-l2c: error: {message.format(workdir, workdir)}\n"
+    assert not (workdir / "ran").exists()
+
+
+def test_good_output_paths_are_made_absolute_and_a_new_render_folder_is_made_later(workdir):
+    code, _, stderr = gradcheck(workdir, "trace", "--json", "report.json", "--render", "new/graphs", "train.py")
+    assert code == 0, stderr
+    assert (workdir / "ran").exists() and (workdir / "report.json").exists()
+    assert (workdir / "new" / "graphs" / "index.html").exists()
+
+
+def test_the_checks_write_nothing(tmp_path):
+    assert output_file(str(tmp_path / "r.json"), "--json") == str(tmp_path / "r.json")
+    assert output_folder(str(tmp_path / "a" / "b"), "--render") == str(tmp_path / "a" / "b")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_a_folder_without_write_permission_is_refused(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(UsageError, match="cannot write"):
+        output_file(str(locked / "r.json"), "--json")
+    with pytest.raises(UsageError, match="cannot write in"):
+        output_folder(str(locked / "graphs"), "--render")
+
+
+def test_a_read_only_file_system_is_refused():
+    if not os.path.isdir("/proc/self") or os.access("/proc/self", os.W_OK):
+        pytest.skip("needs /proc mounted read-only for writes")
+    with pytest.raises(UsageError, match="cannot write in '/proc/self'"):
+        output_folder("/proc/self/graphs", "--render")
+
+
+def test_pytest_render_option_pointing_at_a_file_is_a_usage_error(pytester):
+    pytester.makefile(".txt", a_file="not a folder")
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("--gradcheck-render", "a_file.txt")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --gradcheck-render: '{pytester.path}/a_file.txt' is a file, not a folder"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert "test_one" not in result.stdout.str()

@@ -121,7 +121,8 @@ def test_item_cut_is_reported_at_its_line_and_written_to_json(tmp_path):
     assert item[0]["code"] == "x = w.sum().item()"
     assert item[0]["count"] == 1
     assert item[0]["message"] and item[0]["fix"]
-    assert set(item[0]) == {"kind", "severity", "tensor", "file", "line", "code", "message", "fix", "count"}
+    assert set(item[0]) == {"kind", "severity", "tensor", "file", "line", "code", "message", "fix", "count",
+                            "related"}
 
     assert "1 of 2 watched tensors got no gradient (w)" in stderr
     assert "cli_item.py:5: error: item" in stderr

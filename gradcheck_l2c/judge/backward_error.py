@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from gradcheck_l2c.judge.detectors import inplace_saved
-from gradcheck_l2c.record.locations import user_frame
+from gradcheck_l2c.record.locations import user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
 
 
@@ -15,6 +15,10 @@ def explain_backward_error(state: TraceState, error: RuntimeError, roots: list[t
     if "modified by an inplace operation" in text:
         note = inplace_saved.explain(state, text, roots)
     elif "does not require grad" in text:
+        state.graphless.append(user_site(1))  # the symptom: judged with the rest at the end
+        frame = user_frame(1)
+        if frame is not None:
+            state.discover(frame)
         note = _explain_graphless(state, roots)
     else:
         note = None

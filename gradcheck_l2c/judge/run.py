@@ -59,15 +59,28 @@ class Run:
         return Finding(kind, severity, tensor, file, line, code, message, fix, count,  # type: ignore[arg-type]
                        places)
 
-    def describe_cut(self, kind: str, detail: str, tensor: str) -> tuple[str, str]:
-        """The message and fix a cut detector words for one cut of ``tensor``."""
-        return CUTS[kind].describe(detail, tensor)
-
-    def cut_finding(self, event: Event, tensor: str, severity: str | None = None) -> Finding:
+    def cut_finding(self, event: Event, tensor: str, severity: str | None = None,
+                    symptom: Site | None = None) -> Finding:
+        """The finding for one cut of ``tensor``; ``symptom`` is where the missing gradient showed."""
         detector = CUTS[event.kind]
         message, fix = detector.describe(event.detail, tensor)
         return self.finding(event.kind, severity or detector.SEVERITY, tensor, event.site, message, fix,
-                            event.count)
+                            event.count, related={"symptom": symptom})
+
+    def symptom(self, watched: Watched) -> Site | None:
+        """Where the missing gradient showed: a ``.grad`` read that found None or zeros, or a backward
+        that raised because nothing in its loss required grad."""
+        graphless = self.state.graphless
+        return watched.grad_read or (graphless[0] if graphless else None)
+
+    def uses(self, watched: Watched) -> list[Event]:
+        """The cuts the tensor's values went through although none of them reached a loss, in the order
+        they happened. A ``state_dict()`` read is no use, and a ``.detach()`` that the same line turned
+        into a NumPy array or a number is told as that."""
+        events = [e for e in self.state.events.for_key(watched.key)
+                  if e.kind in CUTS and e.detail != "state_dict()"]
+        later = {e.site for e in events if e.kind in ("numpy", "item")}
+        return [e for e in events if not (e.kind in ("detach", "data_attr") and e.site in later)]
 
 
 @dataclass
@@ -96,8 +109,16 @@ def judge(state: TraceState) -> Verdict:
             if watched.zero_checks and not watched.nonzero_grad:
                 run.findings.extend(_zero_gradient(run, watched, "error"))
             continue
-        for event in ordered_events(state.missed.get(watched.key, {}).keys()):
-            finding = run.cut_finding(event, watched.name)
+        symptom = run.symptom(watched)
+        chains = state.missed.get(watched.key)
+        if chains:
+            events = ordered_events(chains.keys())
+        elif state.backward_count or symptom is not None:
+            events = run.uses(watched)  # cut on the way and never reached a loss
+        else:
+            events = []
+        for event in events:
+            finding = run.cut_finding(event, watched.name, symptom=symptom)
             by_event[id(event)] = finding
             run.findings.append(finding)
     for taint in state.dead_ends:

@@ -185,6 +185,14 @@ class Interceptor(TorchFunctionMode):
             self.state.watch_leaf(tensor, user_site(1), user_leaf=True)
         return out
 
+    def on_requires_grad_set(self, func, args, kwargs):
+        """``a.requires_grad = True`` in user code makes a user leaf, as ``requires_grad=True`` at creation."""
+        out = func(*args, **kwargs)
+        tensor = args[0]
+        if tensor.requires_grad and tensor.is_leaf and caller_is_user(2):
+            self.state.watch_leaf(tensor, user_site(1), user_leaf=True)
+        return out
+
     def on_zero_derivative(self, func, args, kwargs):
         out = func(*args, **kwargs)
         state = self.state
@@ -344,6 +352,7 @@ def _handlers(mode: Interceptor) -> dict[Any, Callable[..., Any]]:
         _descriptors["data"].__set__: mode.on_data_set,
         _descriptors["grad"].__get__: mode.on_grad_get,
         T.requires_grad_: mode.on_requires_grad,
+        _descriptors["requires_grad"].__set__: mode.on_requires_grad_set,
         T.backward: mode.on_backward,
         torch.autograd.backward: mode.on_backward,
         torch.autograd.grad: mode.on_autograd_grad,

@@ -18,7 +18,7 @@ from gradcheck_l2c.record import graph, unregistered
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site
 from gradcheck_l2c.record.taint import Chain, Taint, TaintStore, fresh
-from gradcheck_l2c.record.watch import WatchRegistry, WatchSpec, owner_of
+from gradcheck_l2c.record.watch import WatchRegistry, WatchSpec, name_variables, owner_of
 
 Tensor = torch.Tensor
 _REACH = "gradcheck_reach"
@@ -72,6 +72,7 @@ class TraceState:
     missed: dict[int, dict[Chain, int]] = field(default_factory=dict)
     read_missing: list[tuple[Site | None, str, bool, Any]] = field(default_factory=list)
     dead_ends: list[Taint] = field(default_factory=list)  # values whose every path was cut
+    graphless: list[Site | None] = field(default_factory=list)  # backwards that raised "does not require grad"
     unregistered: dict[tuple[str, str], tuple[Site | None, str]] = field(default_factory=dict)
     replacements: dict[int, tuple[weakref.ref, int, Site | None, str]] = field(default_factory=dict)
     snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
@@ -117,10 +118,7 @@ class TraceState:
                             for pname, param in value.named_parameters():
                                 self.watch_leaf(param, None, owner=(value, pname))
                         registry.add_module(value, name if name != "self" else None)
-                    elif isinstance(value, Tensor):
-                        watched = registry.get(value)
-                        if watched is not None and watched.variable is None and watched.owner is None:
-                            watched.variable = name
+                name_variables(registry, frame.f_locals)
             frame = frame.f_back
         self.adopt_attributes()
         registry.resolve_names()
@@ -408,6 +406,10 @@ class TraceState:
         watched = self.registry.get(tensor)
         if watched is not None:
             watched.grad_read = watched.grad_read or site
+            if watched.variable is None and watched.owner is None:
+                frame = user_frame(2)
+                if frame is not None:
+                    name_variables(self.registry, frame.f_locals)
             return
         taint = self.taints.get(tensor) or self.replacement_of(tensor)
         if tensor.is_leaf and taint is not None:

@@ -32,15 +32,49 @@ class Taint:
 
 
 class TaintedFloat(float):
-    """A Python number computed from a watched tensor; arithmetic on it gives plain floats.
+    """A Python number computed from a watched tensor (``.item()``, ``float()``).
 
-    It pickles, copies and prints as a plain float, so traced programs behave the same.
+    Arithmetic with other numbers keeps the provenance (``total -= logp.item() * r`` is still tied to
+    the ``.item()``), so a tensor later built from the result names the cut. The values are exactly
+    those of plain floats; it pickles, copies and prints as a plain float.
     """
 
-    __slots__ = ("taint", "__weakref__")
+    __slots__ = ("taint", "store", "__weakref__")
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (float, (float(self),))
+
+
+def _keeps_taint(name: str) -> Any:
+    """A float operator whose float result carries the taint of its tainted operands."""
+    plain = getattr(float, name)
+
+    def operator(self: TaintedFloat, *other: Any) -> Any:
+        result = plain(self, *other)
+        if type(result) is not float:
+            return result
+        taint = self.taint
+        if other and type(other[0]) is TaintedFloat and other[0].taint is not taint:
+            taint = union(taint, other[0].taint)
+        return self.store.tainted_float(result, taint)
+
+    operator.__name__ = name
+    return operator
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__",
+              "__neg__", "__pos__", "__abs__"):
+    setattr(TaintedFloat, _name, _keeps_taint(_name))
+
+
+def union(first: Taint, second: Taint) -> Taint:
+    """Both taints' chains; for a tensor reached both ways the shorter chain wins."""
+    chains = dict(first.chains)
+    for key, chain in second.chains.items():
+        if key not in chains or len(chain) < len(chains[key]):
+            chains[key] = chain
+    return Taint(chains)
 
 
 class _KeyedRef(weakref.ref):
@@ -183,11 +217,7 @@ class TaintStore:
         memo = self._merges.get(memo_key)
         if memo is not None and memo[0] is first and memo[1] is second:
             return memo[2]
-        chains = dict(first.chains)
-        for key, chain in second.chains.items():
-            if key not in chains or len(chain) < len(chains[key]):
-                chains[key] = chain
-        merged = Taint(chains)
+        merged = union(first, second)
         if len(self._merges) > self._MEMO_LIMIT:
             self._merges.clear()
         self._merges[memo_key] = (first, second, merged)
@@ -213,6 +243,7 @@ class TaintStore:
             return value
         result = TaintedFloat(value)
         result.taint = taint
+        result.store = self
         floats, key = self.numbers, id(result)
         floats[key] = weakref.ref(result, lambda ref, key=key: floats.get(key) is ref and floats.pop(key))
         return result

@@ -205,6 +205,28 @@ class WatchRegistry:
         return f"tensor#{watched.key}"
 
 
+def name_variables(registry: WatchRegistry, variables: dict[str, Any], limit: int = 64) -> None:
+    """Name watched tensors that have no name yet after the variables holding them: ``b``, or an item
+    of a small list or dict variable (``fast_weights[0]``, ``params['w']``); plain variables first."""
+    containers = []
+    for name, value in variables.items():
+        if isinstance(value, torch.Tensor):
+            _name(registry, value, name)
+        elif type(value) in (list, tuple, dict) and len(value) <= limit:
+            containers.append((name, value))
+    for name, value in containers:
+        items = value.items() if type(value) is dict else enumerate(value)
+        for index, item in items:
+            if isinstance(item, torch.Tensor):
+                _name(registry, item, f"{name}[{index!r}]")
+
+
+def _name(registry: WatchRegistry, tensor: torch.Tensor, name: str) -> None:
+    watched = registry.get(tensor)
+    if watched is not None and watched.variable is None and watched.owner is None and name != "self":
+        watched.variable = name
+
+
 def _named_tensors(root: nn.Module) -> list[tuple[str, torch.Tensor]]:
     """Parameters, then grad-requiring tensors held as plain attributes (also inside a list, tuple or
     dict attribute) of ``root`` and its submodules, with their dotted names (``layers[0]``)."""

@@ -5,8 +5,6 @@ from gradcheck_l2c.record.locations import module_site
 from gradcheck_l2c.records import Finding
 
 KIND = "unused_parameter"
-_CUT_KINDS = ("item", "numpy", "tensor_rewrap", "detach", "data_attr", "no_grad", "state_dict_reload",
-              "new_parameter", "non_differentiable")
 
 
 def scan(run) -> list[Finding]:
@@ -36,14 +34,11 @@ def scan(run) -> list[Finding]:
                 "differentiable torch ops.",
             ))
             continue
+        if run.uses(watched):
+            continue  # its values were cut on the way: those cuts are the findings
         fix = ("use it in the computation of the loss, or set requires_grad_(False) on it if it is not meant "
                "to learn.")
-        uses = [e for e in state.events.for_key(watched.key) if e.kind in _CUT_KINDS]
-        if uses:
-            last = max(uses, key=lambda e: e.order)
-            where = f"; its values were last used at {last.site} ({last.detail}), and that result never reached a loss"
-            fix = f"at {last.site}: {run.describe_cut(last.kind, last.detail, watched.name)[1]}"
-        elif watched.is_parameter and owner is not None:
+        if watched.is_parameter and owner is not None:
             where = (f"; no parameter of {type(owner).__name__} got a gradient, so its forward was never called "
                      "or its output was not used") if not _siblings_learn(run, owner) else (
                 f"; {type(owner).__name__}.forward does not use it")

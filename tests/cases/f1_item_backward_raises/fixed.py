@@ -1,0 +1,12 @@
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+loss = nn.functional.mse_loss(model(x), y)
+print("loss", loss.item())
+opt.zero_grad()
+loss.backward()
+opt.step()

@@ -1,0 +1,18 @@
+"""Keeping the "best" weights with model.state_dict(): the snapshot follows the live weights, so
+restoring it restores nothing."""
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 4), torch.randn(32, 1)
+best_loss, best_state = float("inf"), None
+for epoch in range(4):
+    loss = nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if loss.item() < best_loss:
+        best_loss, best_state = loss.item(), model.state_dict()  # <- state_dict_alias
+model.load_state_dict(best_state)  # <- symptom

@@ -1,0 +1,10 @@
+import torch
+from torch import nn
+
+from gradcheck_l2c import assert_grad_reaches
+
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+loss = nn.functional.mse_loss(model(x), y)
+assert_grad_reaches(loss, model)

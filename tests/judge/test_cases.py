@@ -1,0 +1,137 @@
+"""The corpus in tests/cases/: small scripts with the shape of real public bug reports, each with a
+fixed twin. Every bug must be named by kind, severity and the exact line to change (and the related
+lines where the symptom showed); every fixed twin must stay free of errors and warnings.
+
+Scripts run the way the CLI runs them (a fresh ``__main__`` that is gone before judging), unless the
+case says otherwise: ``pretrace`` builds its objects before the trace starts (a pytest fixture, an
+earlier notebook cell) and traces only ``step``; ``plain`` runs without a trace (the script calls the
+assertions itself).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradcheck_l2c.present.jsonreport import json_document
+from gradcheck_l2c.runner import ScriptRunner, run_script
+from gradcheck_l2c.tracer import trace
+
+CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
+CASES: list[dict[str, Any]] = json.loads((CASES_DIR / "expected.json").read_text())
+
+#: Cases the tool does not explain yet, with why; strict, so fixing one makes its xfail fail.
+KNOWN_MISSES: dict[str, str] = {
+    "f1_nonparam_attr_grad_read": "a plain tensor attribute without requires_grad is not noticed",
+    "f1_nonparam_attr_in_optimizer": "a plain tensor attribute without requires_grad is not noticed",
+    "f2_non_leaf_normalize": "non_leaf_watched is reported at the .grad read, not where the name was bound",
+    "f2_non_leaf_param_rebind": "non_leaf_watched is reported at the .grad read, not where the name was bound",
+    "f2_non_leaf_to_double": "non_leaf_watched is reported at the .grad read, not where the name was bound",
+    "f2_optimizer_param_added_late": "optimizer: reported at the parameter, not at the optimizer's line",
+    "f2_optimizer_partial_list": "optimizer: reported at the parameter, not at the optimizer's line",
+    "f2_state_dict_alias_best": "state_dict_alias: reported at the read, not at the snapshot",
+    "f2_state_dict_copy_shallow": "state_dict_alias: reported at the read, not at the snapshot",
+    "f2_unused_parameter_attr": "unused_parameter: the owner's forward is not given as related",
+    "f2_unused_submodule": "unused_parameter: the owner's forward is not given as related",
+    "f3_gan_step_between_backwards": "an optimizer.step() between two backwards is not named",
+    "f3_repeated_step_same_graph": "an optimizer.step() between two backwards is not named",
+    "f3_sgd_foreach_step": "an optimizer.step() between two backwards is not named",
+    "f3_vae_step_before_disc": "an optimizer.step() between two backwards is not named",
+    "f3_sigmoid_output_inplace": "inplace_saved: the failing backward is not given as related",
+    "f3_slice_assign_alias": "a slice assignment into an alias of a saved tensor is not matched",
+    "f5_model_in_function_unused": "whether a freed parameter sat in an optimizer is lost with it",
+    "f5_pretrace_detach": "modules and optimizers made before the trace are not watched",
+    "f5_pretrace_item": "modules and optimizers made before the trace are not watched",
+    "f5_pretrace_unused_submodule": "modules and optimizers made before the trace are not watched",
+    "f6_assert_flows_detach": "assert_grad_flows lets the backward's RuntimeError through",
+    "f6_assert_reaches_item": "assert_grad_reaches raises TypeError on a loss without grad_fn",
+}
+#: Fixed twins that still get a finding, with why (strict as well).
+KNOWN_NOISY: dict[str, str] = {
+    "f1_autograd_grad_raises": "gradients returned by torch.autograd.grad are not counted as arrivals (issue 11)",
+}
+
+
+def _run(path: Path, entry: str) -> tuple[list[Any], BaseException | None]:
+    """Run one script as the case says; the findings as JSON dicts, and the exception it raised."""
+    if entry == "plain":
+        outcome = run_script(ScriptRunner(str(path)))
+        return [], outcome.exception
+    tracer = trace()
+    if entry == "pretrace":
+        spec = importlib.util.spec_from_file_location(f"case_{path.parent.name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        objects = module.setup()
+        error = None
+        try:
+            with tracer:
+                module.step(*objects)
+        except Exception as exc:  # the script's own failure, as the CLI would show it
+            error = exc
+        del objects, module
+    else:
+        outcome = run_script(ScriptRunner(str(path)), tracer)
+        error = outcome.exception
+    document = json_document(script=str(path), argv=[str(path)], exit_code=0, watched=tracer.watched,
+                             findings=tracer.findings)
+    return document["findings"], error
+
+
+def _params():
+    for case in CASES:
+        marks = []
+        if case["case"] in KNOWN_MISSES:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[case["case"]]))
+        yield pytest.param(case, id=case["case"], marks=marks)
+
+
+@pytest.mark.parametrize("case", list(_params()))
+def test_bug_is_named_at_its_line(case, one_torch_thread):
+    path = CASES_DIR / case["case"] / "bug.py"
+    findings, error = _run(path, case.get("entry", "script"))
+    raises = case.get("raises")
+    if raises is not None:
+        assert type(error).__name__ == raises, error
+        assert f"bug.py:{case['line']}" in str(error), str(error)
+    if case.get("entry") == "plain":
+        return
+    matching = [f for f in findings if f["kind"] == case["kind"] and f["line"] == case["line"]
+                and f["file"] == str(path)]
+    shown = [(f["kind"], f["severity"], f["line"], f["tensor"]) for f in findings]
+    assert matching, f"no {case['kind']} at line {case['line']}; found {shown}"
+    assert any(f["severity"] == case["severity"] for f in matching), shown
+    if "tensor" in case:
+        assert any(f["tensor"] == case["tensor"] for f in matching), shown
+    for place in case.get("related", []):
+        assert any({"file": str(path), "line": place["line"], "role": place["role"]} in f["related"]
+                   for f in matching), [f["related"] for f in matching]
+
+
+def _twins():
+    for case in CASES:
+        marks = []
+        if case["case"] in KNOWN_NOISY:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_NOISY[case["case"]]))
+        yield pytest.param(case, id=case["case"], marks=marks)
+
+
+@pytest.mark.parametrize("case", list(_twins()))
+def test_fixed_twin_is_silent(case, one_torch_thread):
+    path = CASES_DIR / case["case"] / "fixed.py"
+    findings, error = _run(path, case.get("entry", "script"))
+    assert error is None, repr(error)
+    loud = [(f["kind"], f["severity"], f["line"], f["tensor"]) for f in findings
+            if f["severity"] in ("error", "warning")]
+    assert not loud, loud
+
+
+def test_the_corpus_covers_every_family():
+    families = {case["family"] for case in CASES}
+    assert families == set(range(1, 8))
+    assert len(CASES) >= 40
+    for case in CASES:
+        assert (CASES_DIR / case["case"] / "bug.py").is_file() and (CASES_DIR / case["case"] / "fixed.py").is_file()

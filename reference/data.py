@@ -1,13 +1,19 @@
 """Per-node train/validation/test splits for decentralized learning experiments.
 
-Two datasets:
+Three datasets:
 
 * ``synthetic`` (default, no files): CIFAR-shaped 3x32x32 images drawn around fixed class prototypes.
   Nodes fall into clusters and every cluster relabels the classes differently, so the same image has a
   different label in each cluster: collaborating inside a cluster helps, across clusters it hurts. The
   cluster of each node is known, which lets tests check whom L2C learned to trust.
-* ``cifar10``: torchvision CIFAR-10 read from a folder, split across nodes either pathologically (each node
-  holds a few classes, as in the L2C paper) or by a Dirichlet draw over class proportions.
+* ``digits``: the 1,797 8x8 handwritten digits that ship inside scikit-learn (no download; scikit-learn
+  is an optional dependency).
+* ``cifar10``: torchvision CIFAR-10 read from a folder.
+
+The two real datasets are split across nodes the same three ways (`PARTITIONS`): ``pathological`` (each
+node holds two classes, as in the L2C paper; nodes holding the same pair form a cluster), ``dirichlet``
+(class proportions drawn per node; no clusters) or ``permuted`` (samples dealt evenly, nodes in
+``clusters`` contiguous blocks that each relabel the classes, as the synthetic data does).
 
 Everything is deterministic given the seed.
 """
@@ -22,8 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-DATASETS = ("synthetic", "cifar10")
-PARTITIONS = ("pathological", "dirichlet")
+DATASETS = ("synthetic", "digits", "cifar10")
+PARTITIONS = ("pathological", "dirichlet", "permuted")
 
 _CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 _CIFAR_STD = (0.2470, 0.2435, 0.2616)
@@ -43,7 +49,7 @@ class DatasetNotFoundError(DataError):
 
 @dataclass(frozen=True)
 class NodeData:
-    """One node's samples: images (N, 3, 32, 32) float32 and integer labels (N,) for each split."""
+    """One node's samples: images (N, C, H, W) float32 and integer labels (N,) for each split."""
 
     train_x: torch.Tensor
     train_y: torch.Tensor
@@ -70,6 +76,11 @@ class FederatedData:
     def num_nodes(self) -> int:
         return len(self.nodes)
 
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        """Shape of one image, (C, H, W)."""
+        return tuple(self.nodes[0].train_x.shape[1:])
+
 
 def load(
     name: str,
@@ -85,12 +96,15 @@ def load(
     """Build the named dataset for ``num_nodes`` nodes; raises a `DataError` with a one-line message."""
     if name == "synthetic":
         return synthetic(num_nodes, clusters=clusters, seed=seed)
+    if name == "digits":
+        return digits(num_nodes, partition=partition, clusters=clusters, dirichlet_alpha=dirichlet_alpha, seed=seed)
     if name == "cifar10":
         return cifar10(
             num_nodes,
             data_root=data_root,
             download=download,
             partition=partition,
+            clusters=clusters,
             dirichlet_alpha=dirichlet_alpha,
             seed=seed,
         )
@@ -104,6 +118,16 @@ def cluster_label_map(cluster: int, num_classes: int, num_clusters: int) -> torc
     """
     shift = max(1, num_classes // num_clusters)
     return (torch.arange(num_classes) + cluster * shift) % num_classes
+
+
+def _check_clusters(clusters: int, num_nodes: int) -> None:
+    if not 1 <= clusters <= num_nodes:
+        raise DataError(f"clusters must be between 1 and the node count {num_nodes}, got {clusters}")
+
+
+def block_clusters(num_nodes: int, clusters: int) -> tuple[int, ...]:
+    """Node i is in cluster ``i * clusters // num_nodes``: contiguous blocks of (nearly) equal size."""
+    return tuple(i * clusters // num_nodes for i in range(num_nodes))
 
 
 def synthetic(
@@ -125,13 +149,12 @@ def synthetic(
     strong noise a node alone learns slowly, pooling with its cluster helps, and pooling across clusters
     averages contradictory labels.
     """
-    if not 1 <= clusters <= num_nodes:
-        raise DataError(f"clusters must be between 1 and the node count {num_nodes}, got {clusters}")
+    _check_clusters(clusters, num_nodes)
     gen = torch.Generator().manual_seed(seed)
     coarse = torch.randn(num_classes, 3, 8, 8, generator=gen)
     prototypes = F.interpolate(coarse, size=(32, 32), mode="bilinear", align_corners=False)
     prototypes = (prototypes - prototypes.mean()) / prototypes.std()
-    cluster_of = tuple(i * clusters // num_nodes for i in range(num_nodes))
+    cluster_of = block_clusters(num_nodes, clusters)
 
     def draw(count: int, label_map: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         classes = torch.arange(count) % num_classes
@@ -260,44 +283,125 @@ def cifar10(
     data_root: str | Path = "data",
     download: bool = False,
     partition: str = "pathological",
+    clusters: int = 2,
+    dirichlet_alpha: float = 0.5,
+    seed: int = 0,
+) -> FederatedData:
+    """CIFAR-10 from ``data_root`` split across nodes by `split_nodes`."""
+    _check_partition(partition)
+    root = Path(data_root)
+    train_images, train_labels = _read_cifar(root, True, download)
+    test_images, test_labels = _read_cifar(root, False, download)
+    return split_nodes(
+        "cifar10",
+        (_to_tensor(train_images), train_labels),
+        (_to_tensor(test_images), test_labels),
+        num_nodes,
+        partition=partition,
+        clusters=clusters,
+        dirichlet_alpha=dirichlet_alpha,
+        seed=seed,
+    )
+
+
+def digits(
+    num_nodes: int,
+    *,
+    partition: str = "pathological",
+    clusters: int = 2,
+    dirichlet_alpha: float = 0.5,
+    test_fraction: float = 0.3,
+    seed: int = 0,
+) -> FederatedData:
+    """scikit-learn's handwritten digits (1x8x8, standardized), a seeded ``test_fraction`` held out for testing."""
+    _check_partition(partition)
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise DatasetNotFoundError(
+            "the digits dataset needs scikit-learn: pip install scikit-learn (the project's [reference] extra)"
+        ) from None
+    bunch = load_digits()
+    images = torch.as_tensor(bunch.data, dtype=torch.float32).view(-1, 1, 8, 8)
+    images = (images - images.mean()) / images.std()
+    labels = np.asarray(bunch.target)
+    order = np.random.default_rng(seed).permutation(len(labels))
+    n_test = int(round(test_fraction * len(labels)))
+    test_idx, train_idx = np.sort(order[:n_test]), np.sort(order[n_test:])
+    return split_nodes(
+        "digits",
+        (images[train_idx], labels[train_idx]),
+        (images[test_idx], labels[test_idx]),
+        num_nodes,
+        partition=partition,
+        clusters=clusters,
+        dirichlet_alpha=dirichlet_alpha,
+        seed=seed,
+    )
+
+
+def _check_partition(partition: str) -> None:
+    if partition not in PARTITIONS:
+        raise UnknownDatasetError(f"unknown partition {partition!r}; valid names: {', '.join(PARTITIONS)}")
+
+
+def split_nodes(
+    name: str,
+    train: tuple[torch.Tensor, np.ndarray],
+    test: tuple[torch.Tensor, np.ndarray],
+    num_nodes: int,
+    *,
+    partition: str = "pathological",
     classes_per_node: int = 2,
+    clusters: int = 2,
     dirichlet_alpha: float = 0.5,
     val_fraction: float = 0.1,
     seed: int = 0,
 ) -> FederatedData:
-    """CIFAR-10 split across nodes; a node's test set follows its training class mix (`split_like`).
+    """Deal a labelled train and test pool to nodes; each node keeps ``val_fraction`` of its train part for validation.
 
-    With the pathological partition, nodes holding the same class set form a cluster (their ids are
-    returned); a Dirichlet split has no clusters.
+    ``pathological``: two classes per node (`pathological_partition`); nodes with the same classes form a
+    cluster. ``dirichlet``: `dirichlet_partition`, no clusters. ``permuted``: samples dealt evenly, nodes in
+    ``clusters`` contiguous blocks, and each block relabels the classes with `cluster_label_map`. In the first
+    two a node's test set follows its training class mix (`split_like`).
     """
-    if partition not in PARTITIONS:
-        raise UnknownDatasetError(f"unknown partition {partition!r}; valid names: {', '.join(PARTITIONS)}")
-    root = Path(data_root)
-    train_images, train_labels = _read_cifar(root, True, download)
-    test_images, test_labels = _read_cifar(root, False, download)
-    if partition == "pathological":
-        parts = pathological_partition(train_labels, num_nodes, classes_per_node, seed)
-        class_sets = [tuple(np.unique(train_labels[p])) for p in parts]
-        ids = {s: k for k, s in enumerate(dict.fromkeys(class_sets))}
-        clusters: tuple[int, ...] | None = tuple(ids[s] for s in class_sets)
-    else:
-        parts = dirichlet_partition(train_labels, num_nodes, dirichlet_alpha, seed)
-        clusters = None
-    test_parts = split_like(parts, train_labels, test_labels, seed)
+    _check_partition(partition)
+    (train_x, train_labels), (test_x, test_labels) = train, test
+    train_labels, test_labels = np.asarray(train_labels), np.asarray(test_labels)
+    num_classes = int(max(train_labels.max(), test_labels.max())) + 1
     rng = np.random.default_rng(seed)
+    label_maps: list[torch.Tensor | None] = [None] * num_nodes
+    cluster_of: tuple[int, ...] | None
+    if partition == "permuted":
+        _check_clusters(clusters, num_nodes)
+        parts = np.array_split(rng.permutation(len(train_labels)), num_nodes)
+        test_parts = np.array_split(rng.permutation(len(test_labels)), num_nodes)
+        cluster_of = block_clusters(num_nodes, clusters)
+        label_maps = [cluster_label_map(c, num_classes, clusters) for c in cluster_of]
+    else:
+        if partition == "pathological":
+            parts = pathological_partition(train_labels, num_nodes, classes_per_node, seed)
+            class_sets = [tuple(np.unique(train_labels[p])) for p in parts]
+            ids = {s: k for k, s in enumerate(dict.fromkeys(class_sets))}
+            cluster_of = tuple(ids[s] for s in class_sets)
+        else:
+            parts = dirichlet_partition(train_labels, num_nodes, dirichlet_alpha, seed)
+            cluster_of = None
+        test_parts = split_like(parts, train_labels, test_labels, seed)
     nodes = []
-    for part, test_part in zip(parts, test_parts):
+    for part, test_part, label_map in zip(parts, test_parts, label_maps):
         part = rng.permutation(part)
         n_val = max(1, int(round(val_fraction * len(part))))
         val_idx, train_idx = part[:n_val], part[n_val:]
+        relabel = (lambda y: y) if label_map is None else (lambda y, m=label_map: m[y])
         nodes.append(
             NodeData(
-                _to_tensor(train_images[train_idx]),
-                torch.from_numpy(train_labels[train_idx]),
-                _to_tensor(train_images[val_idx]),
-                torch.from_numpy(train_labels[val_idx]),
-                _to_tensor(test_images[test_part]),
-                torch.from_numpy(test_labels[test_part]),
+                train_x[train_idx],
+                relabel(torch.from_numpy(train_labels[train_idx])),
+                train_x[val_idx],
+                relabel(torch.from_numpy(train_labels[val_idx])),
+                test_x[test_part],
+                relabel(torch.from_numpy(test_labels[test_part])),
             )
         )
-    return FederatedData("cifar10", tuple(nodes), 10, clusters)
+    return FederatedData(name, tuple(nodes), num_classes, cluster_of)

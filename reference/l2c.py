@@ -15,17 +15,22 @@ Every node i keeps its own model θ_i and a row α_i of learnable mixing logits.
    weights; this runs under `torch.no_grad` since nothing differentiates it;
 6. at round T_0 each node drops the K_0 neighbours it weights least (never itself).
 
-All nodes' parameters are stacked tensors, one leading row per node. Each round the validation losses of
-all nodes are summed and α (one row per node, an `nn.Parameter`) takes ``alpha_steps`` Adam steps (one by
+The nodes are split over the processes torchrun starts (`reference.comm`; one process is the P = 1 case of
+the same code): each process trains its own nodes, sends their changes Δθ to the processes whose nodes have
+them as neighbours and receives the ones its nodes need, so after pruning only the remaining neighbours'
+changes travel. Parameters are flat vectors, one row per node. α is one (n, n) ``nn.Parameter`` on every
+process; a process trains the rows of its own nodes (the others get no gradient and Adam leaves them at
+zero), and each round the summed validation losses of its nodes take ``alpha_steps`` Adam steps (one by
 default) through ``loss.backward()``: node i's loss depends only on row i and Adam is elementwise, so this
-equals one Adam step per node on its own loss. Local SGD uses the template `CNNCifar` as a working copy,
-one node at a time. `torch.func.vmap` over nodes was measured and not used: no faster on the CPU; on an
-H200 about 3x faster for the local step, but it needs equal-size node datasets (a Dirichlet split is not).
+equals one Adam step per node on its own loss. Every node draws its batches from its own generator, so the
+result does not depend on the number of processes (bitwise on the CPU with the same thread count).
 
 Baselines use the same loop with a fixed mixing matrix: ``local`` (W = I), ``uniform`` (equal weights over
-N(i) ∪ {i}, D-PSGD-like) and ``oracle`` (equal weights over the node's own cluster).
+N(i) ∪ {i}, D-PSGD-like) and ``oracle`` (equal weights over the node's own cluster); a node receives only
+the changes its fixed weights use.
 
-Run ``python -m reference.l2c --help``; the defaults are tuned on the synthetic clustered data.
+Run ``python -m reference.l2c --help``; the defaults are tuned on the synthetic clustered data. Several
+processes: ``torchrun --nproc_per_node 2 -m reference.l2c ...``.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import math
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -47,12 +52,15 @@ import torch.nn.functional as F
 from torch.func import functional_call
 from tqdm import tqdm
 
+from reference import comm
 from reference import data as data_mod
-from reference.models import CNNCifar
+from reference import local_step
+from reference.models import model_for
 
 log = logging.getLogger(__name__)
 
 ALGOS = ("l2c", "local", "uniform", "oracle")
+LOCAL_STEPS = ("auto", *local_step.PATHS)
 EXIT_OK, EXIT_ERROR = 0, 2
 
 Params = dict[str, torch.Tensor]
@@ -78,22 +86,43 @@ class L2CConfig:
     k0: int = 5  # K_0: neighbours each node drops at T_0
     algo: str = "l2c"  # one of ALGOS
     dataset: str = "synthetic"  # one of reference.data.DATASETS
-    clusters: int = 2  # synthetic only: number of label-conflicting clusters
+    clusters: int = 2  # synthetic, and the permuted partition: number of label-conflicting clusters
     data_root: str = "data"  # cifar10 only: folder holding cifar-10-batches-py
     download: bool = False  # cifar10 only: download when missing
-    partition: str = "pathological"  # cifar10 only: "pathological" (2 classes per node) or "dirichlet"
-    dirichlet_alpha: float = 0.5  # cifar10 with the dirichlet partition only
-    seed: int = 0  # seeds data, initial weights and batch order
+    partition: str = "pathological"  # digits and cifar10: one of reference.data.PARTITIONS
+    dirichlet_alpha: float = 0.5  # the dirichlet partition only
+    seed: int = 0  # seeds data, initial weights and every node's batch order
     device: str | None = None  # None: "cuda" when available, else "cpu"
+    local_step: str = "auto"  # one of LOCAL_STEPS; auto: vmap on CUDA, loop on the CPU
+    vmap_chunk: int = 8  # nodes per vmap call
+    backend: str = "auto"  # torch.distributed backend under torchrun: one of reference.comm.BACKENDS
     progress: bool = False  # show a tqdm bar over rounds
 
-    def resolved_device(self) -> torch.device:
-        return torch.device(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    def resolved_device(self, group: comm.Group | None = None) -> torch.device:
+        """The configured device; under NCCL, CUDA means this process's GPU."""
+        device = torch.device(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if device.type == "cuda" and device.index is None and group is not None and group.device.type == "cuda":
+            return group.device
+        return device
+
+    def resolved_local_step(self, device: torch.device) -> str:
+        """The local-SGD path that runs: ``auto`` is vmap on CUDA and the loop on the CPU (see the README)."""
+        if self.local_step == "auto":
+            return "vmap" if device.type == "cuda" else "loop"
+        return self.local_step
+
+
+@dataclass
+class Traffic:
+    """Change vectors received in one round: by all nodes if each were a machine, and between this run's processes."""
+
+    node_bytes: int
+    process_bytes: int
 
 
 @dataclass
 class L2CResult:
-    """What a run learned and how well it did; tensors are on the CPU."""
+    """What a run learned and how well it did; tensors are on the CPU and the same on every process."""
 
     config: L2CConfig
     mixing: torch.Tensor  # (n, n) final mixing matrix W, rows sum to 1
@@ -106,6 +135,10 @@ class L2CResult:
     adjacency: torch.Tensor  # (n, n) bool: the final N(i) ∪ {i} of every node
     clusters: tuple[int, ...] | None
     seconds_per_round: float
+    processes: int = 1
+    backend: str | None = None  # torch.distributed backend (None for one process)
+    local_step: str = "loop"  # the local-SGD path that ran
+    traffic: list[Traffic] = field(default_factory=list)  # per round
 
     @property
     def mean_accuracy(self) -> float:
@@ -120,6 +153,14 @@ class L2CResult:
         cross = sum(self.clusters[i] != self.clusters[j] for i, j in self.removed_edges)
         return cross / len(self.removed_edges)
 
+    def bytes_per_round(self) -> dict[str, dict[str, int]]:
+        """Bytes of Δθ received in the first and the last round (before and after pruning at T_0)."""
+        first, last = self.traffic[0], self.traffic[-1]
+        return {
+            "one_node_per_machine": {"first_round": first.node_bytes, "last_round": last.node_bytes},
+            "between_processes": {"first_round": first.process_bytes, "last_round": last.process_bytes},
+        }
+
     def summary(self) -> dict:
         """A JSON-ready digest of the run."""
 
@@ -130,11 +171,17 @@ class L2CResult:
             "algo": self.config.algo,
             "dataset": self.config.dataset,
             "config": dataclasses.asdict(self.config),
+            "processes": self.processes,
+            "backend": self.backend,
+            "local_step": self.local_step,
             "final_mean_accuracy": self.mean_accuracy,
+            "final_accuracies": self.accuracies[-1].tolist(),
             "mean_accuracy_per_round": self.accuracies.mean(dim=1).tolist(),
             "same_cluster_share_per_round": [finite(s) for s in self.same_cluster_share],
+            "alpha_grad_norms": self.alpha_grad_norms.tolist(),
             "removed_edges": [list(e) for e in self.removed_edges],
             "removed_cross_cluster_share": self.removed_cross_cluster_share,
+            "bytes_per_round": self.bytes_per_round(),
             "seconds_per_round": self.seconds_per_round,
             "clusters": list(self.clusters) if self.clusters is not None else None,
             "mixing_matrix": self.mixing.tolist(),
@@ -146,19 +193,20 @@ def mixing_weights(alpha_i: torch.Tensor, neighbours: torch.Tensor) -> torch.Ten
     return torch.softmax(alpha_i.masked_fill(~neighbours, float("-inf")), dim=-1)
 
 
-def combine(theta_i: Mapping[str, torch.Tensor], deltas: Mapping[str, torch.Tensor], weights_i: torch.Tensor) -> Params:
-    """θ_i − Σ_j w_ij Δθ_j for every tensor; ``deltas`` holds one row per node."""
-    return {name: theta_i[name] - torch.tensordot(weights_i, deltas[name], dims=1) for name in theta_i}
+def combine(theta_i: torch.Tensor, deltas: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """θ_i − Σ_j w_j Δθ_j on flat vectors: ``deltas`` has one row per entry of ``weights``."""
+    return theta_i - weights @ deltas
 
 
 def aggregate(
-    theta_i: Mapping[str, torch.Tensor],
-    deltas: Mapping[str, torch.Tensor],
-    alpha_i: torch.Tensor,
-    neighbours: torch.Tensor,
-) -> Params:
-    """Node i's aggregate θ_i^{t+1}(α_i), differentiable in ``alpha_i``."""
-    return combine(theta_i, deltas, mixing_weights(alpha_i, neighbours))
+    theta_i: torch.Tensor, deltas: torch.Tensor, alpha_i: torch.Tensor, neighbours: torch.Tensor
+) -> torch.Tensor:
+    """Node i's aggregate θ_i^{t+1}(α_i), differentiable in ``alpha_i``.
+
+    ``neighbours`` is node i's bool mask over all nodes (incl. i); ``deltas`` holds the changes of exactly
+    those nodes, in node order.
+    """
+    return combine(theta_i, deltas, mixing_weights(alpha_i, neighbours)[neighbours])
 
 
 def validation_loss(
@@ -214,43 +262,6 @@ def prune(adjacency: torch.Tensor, mixing: torch.Tensor, k0: int) -> list[tuple[
     return removed
 
 
-def stack_params(model: nn.Module, n: int) -> Params:
-    """n copies of the model's weights, stacked along a new leading node dimension."""
-    with torch.no_grad():
-        return {name: p.unsqueeze(0).repeat(n, *([1] * p.dim())) for name, p in model.named_parameters()}
-
-
-def local_sgd(
-    model: nn.Module,
-    theta: Params,
-    node: int,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    config: L2CConfig,
-    generator: torch.Generator,
-    out: Params,
-) -> None:
-    """Run S epochs of SGD for one node, starting from row ``node`` of ``theta``; write the result into ``out``.
-
-    The model is a working copy: its parameters are set to θ_i, trained with ordinary backward/step, and
-    read back. The batch order comes from ``generator`` (on the CPU, so CPU and CUDA runs see the same order).
-    """
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, p in params.items():
-            p.copy_(theta[name][node])
-    optimizer = torch.optim.SGD(params.values(), lr=config.lr)
-    for _ in range(config.local_epochs):
-        order = torch.randperm(len(y), generator=generator).to(x.device)
-        for batch in order.split(config.batch_size):
-            optimizer.zero_grad()
-            F.nll_loss(model(x[batch]), y[batch]).backward()
-            optimizer.step()
-    with torch.no_grad():
-        for name, p in params.items():
-            out[name][node].copy_(p)
-
-
 def accuracy(model: nn.Module, params: Mapping[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Fraction of correct predictions, as a 0-dim tensor."""
     with torch.no_grad():
@@ -260,17 +271,21 @@ def accuracy(model: nn.Module, params: Mapping[str, torch.Tensor], x: torch.Tens
 def _check_algo(config: L2CConfig) -> None:
     if config.algo not in ALGOS:
         raise L2CConfigError(f"unknown algorithm {config.algo!r}; valid names: {', '.join(ALGOS)}")
+    if config.local_step not in LOCAL_STEPS:
+        raise L2CConfigError(f"unknown local step {config.local_step!r}; valid names: {', '.join(LOCAL_STEPS)}")
 
 
-def _check_data(config: L2CConfig, data: data_mod.FederatedData) -> None:
+def _check_data(config: L2CConfig, data: data_mod.FederatedData, group: comm.Group) -> None:
     if config.algo == "oracle" and data.clusters is None:
         raise L2CConfigError(
             f"--algo oracle needs known clusters, and {data.name} data "
-            f"{'with this partition ' if data.name == 'cifar10' else ''}has none; "
+            f"{'with this partition ' if data.name != 'synthetic' else ''}has none; "
             "use --dataset synthetic or --partition pathological"
         )
     if data.num_nodes != config.nodes:
         raise L2CConfigError(f"the data has {data.num_nodes} nodes but the config asks for {config.nodes}")
+    if config.nodes < group.world:
+        raise L2CConfigError(f"{config.nodes} nodes cannot be split over {group.world} processes")
 
 
 def load_data(config: L2CConfig) -> data_mod.FederatedData:
@@ -287,20 +302,49 @@ def load_data(config: L2CConfig) -> data_mod.FederatedData:
     )
 
 
-def run_l2c(config: L2CConfig, data: data_mod.FederatedData | None = None) -> L2CResult:
-    """Train every node with ``config.algo`` for ``config.rounds`` rounds and return what it learned."""
+class _Neighbourhoods:
+    """For each node a process holds: which rows of the exchanged changes its aggregate uses."""
+
+    def __init__(self, needs: torch.Tensor, plan: comm.Plan, own: range) -> None:
+        position = {j: pos for pos, j in enumerate(plan.held)}
+        self.masks = [needs[i] for i in own]
+        self.rows: list[torch.Tensor | None] = []
+        for mask in self.masks:
+            nodes = torch.nonzero(mask.cpu()).flatten().tolist()
+            whole = nodes == list(plan.held)
+            self.rows.append(None if whole else torch.tensor([position[j] for j in nodes], device=needs.device))
+
+    def deltas(self, held: torch.Tensor, k: int) -> torch.Tensor:
+        """The changes node ``k`` (position among this process's nodes) aggregates, in node order."""
+        rows = self.rows[k]
+        return held if rows is None else held.index_select(0, rows)
+
+
+def run_l2c(
+    config: L2CConfig, data: data_mod.FederatedData | None = None, group: comm.Group | None = None
+) -> L2CResult:
+    """Train every node with ``config.algo`` for ``config.rounds`` rounds and return what it learned.
+
+    Under torchrun every process calls this with the same config (``group`` defaults to the process group
+    when one is set up) and trains its share of the nodes; every process returns the whole result.
+    """
     _check_algo(config)
+    group = group or comm.current_group()
     data = data if data is not None else load_data(config)
-    _check_data(config, data)
-    device = config.resolved_device()
-    nodes = [node.to(device) for node in data.nodes]
+    _check_data(config, data, group)
+    device = config.resolved_device(group)
     n = config.nodes
+    own = group.owned(n)
+    nodes = [data.nodes[i].to(device) for i in own]
+    path = config.resolved_local_step(device)
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        model = CNNCifar(data.num_classes).to(device)
-    generator = torch.Generator().manual_seed(config.seed)
-    theta = stack_params(model, n)
+        model = model_for(data.input_shape, data.num_classes).to(device)
+    layout = local_step.Layout(model)
+    theta = layout.flatten(model).repeat(len(own), 1)
+    generators = [local_step.node_generator(config.seed, i) for i in own]
+    steps = local_step.steps_per_epoch([len(node.train_y) for node in data.nodes], config.batch_size)
     adjacency = torch.ones(n, n, dtype=torch.bool, device=device)
 
     learn = config.algo == "l2c"
@@ -308,46 +352,62 @@ def run_l2c(config: L2CConfig, data: data_mod.FederatedData | None = None) -> L2
     alpha_optimizer = (
         torch.optim.Adam([alpha], lr=config.beta, weight_decay=config.alpha_weight_decay) if learn else None
     )
+    fixed = None if learn else fixed_mixing(config.algo, adjacency, data.clusters)
+    needs = adjacency if learn else fixed > 0
+    plan = comm.plan(group, needs)
+    hood = _Neighbourhoods(needs, plan, own)
+    row_bytes = layout.size * theta.element_size()
 
     accuracies = torch.zeros(config.rounds, n)
     grad_norms = torch.zeros(config.rounds, n)
     shares: list[float] = []
+    traffic: list[Traffic] = []
     removed: list[tuple[int, int]] = []
-    mixing = fixed_mixing(config.algo, adjacency, data.clusters) if not learn else None
     started = time.perf_counter()
 
     with _deterministic_cudnn():
         for t in tqdm(range(config.rounds), desc=config.algo, disable=not config.progress, leave=False):
-            half = {name: torch.empty_like(v) for name, v in theta.items()}
-            for i, node in enumerate(nodes):
-                local_sgd(model, theta, i, node.train_x, node.train_y, config, generator, half)
-            deltas = {name: theta[name] - half[name] for name in theta}
+            if path == "vmap":
+                half = local_step.vmap_chunks(model, layout, theta, nodes, generators, config.local_epochs,
+                                              config.lr, config.batch_size, steps, config.vmap_chunk)
+            else:
+                half = local_step.loop(model, layout, theta, nodes, generators, config.local_epochs,
+                                       config.lr, config.batch_size)  # fmt: skip
+            held = comm.exchange(group, plan, theta - half)
+            traffic.append(Traffic(plan.node_rows * row_bytes, plan.process_rows * row_bytes))
 
+            own_norms = torch.zeros(len(own), device=device)
             if learn:
                 for _ in range(config.alpha_steps):
                     alpha_optimizer.zero_grad()
                     losses = [
                         validation_loss(
                             model,
-                            aggregate({k: v[i] for k, v in theta.items()}, deltas, alpha[i], adjacency[i]),
+                            layout.unflatten(aggregate(theta[k], hood.deltas(held, k), alpha[i], adjacency[i])),
                             node.val_x,
                             node.val_y,
                         )
-                        for i, node in enumerate(nodes)
+                        for k, (i, node) in enumerate(zip(own, nodes))
                     ]
                     torch.stack(losses).sum().backward()
                     alpha_optimizer.step()
-                grad_norms[t] = alpha.grad.norm(dim=1).cpu()
-                with torch.no_grad():
-                    mixing = mixing_weights(alpha, adjacency)
+                own_norms = alpha.grad[own.start : own.stop].norm(dim=1)
 
             with torch.no_grad():
-                theta = {name: theta[name] - torch.tensordot(mixing, deltas[name], dims=1) for name in theta}
+                rows = [mixing_weights(alpha[i], adjacency[i]) if learn else fixed[i] for i in own]
+                theta = torch.stack(
+                    [combine(theta[k], hood.deltas(held, k), rows[k][hood.masks[k]]) for k in range(len(own))]
+                )
+                own_accuracy = torch.stack(
+                    [accuracy(model, layout.unflatten(theta[k]), node.test_x, node.test_y) for k, node in enumerate(nodes)]
+                )
+                stats = group.gather_rows(torch.cat([own_accuracy[:, None], own_norms[:, None], torch.stack(rows)], 1), n)
+            accuracies[t], grad_norms[t], mixing = stats[:, 0].cpu(), stats[:, 1].cpu(), stats[:, 2:]
             if learn and t == config.t0:
-                removed = prune(adjacency, mixing, config.k0)
+                removed = prune(adjacency, mixing, config.k0)  # every process prunes every node alike
+                plan = comm.plan(group, adjacency)
+                hood = _Neighbourhoods(adjacency, plan, own)
 
-            for i, node in enumerate(nodes):
-                accuracies[t, i] = accuracy(model, {k: v[i] for k, v in theta.items()}, node.test_x, node.test_y)
             shares.append(same_cluster_share(mixing, data.clusters))
             line = f"round {t + 1}/{config.rounds} [{config.algo}]: mean test accuracy {accuracies[t].mean():.1%}"
             if data.clusters is not None and not math.isnan(shares[-1]):
@@ -358,8 +418,10 @@ def run_l2c(config: L2CConfig, data: data_mod.FederatedData | None = None) -> L2
     learned_alpha = None
     if learn:
         with torch.no_grad():
-            mixing = mixing_weights(alpha, adjacency)  # the adjacency may have changed at T_0
-            learned_alpha = alpha.clone().cpu()
+            own_alpha = alpha[own.start : own.stop]
+            learned_alpha = group.gather_rows(own_alpha.detach(), n).cpu()
+            mixing = torch.stack([mixing_weights(learned_alpha[i], adjacency[i].cpu()) for i in range(n)])
+    thetas = group.gather_rows(theta, n).cpu()
     return L2CResult(
         config=config,
         mixing=mixing.cpu(),
@@ -368,10 +430,14 @@ def run_l2c(config: L2CConfig, data: data_mod.FederatedData | None = None) -> L2
         same_cluster_share=shares,
         alpha_grad_norms=grad_norms,
         removed_edges=removed,
-        params={k: v.cpu() for k, v in theta.items()},
+        params=layout.stacked(thetas),
         adjacency=adjacency.cpu(),
         clusters=data.clusters,
         seconds_per_round=seconds,
+        processes=group.world,
+        backend=group.backend,
+        local_step=path,
+        traffic=traffic,
     )
 
 
@@ -434,13 +500,16 @@ def parse_args(argv: Sequence[str] | None) -> tuple[L2CConfig, Path]:
     p.add_argument("--k0", type=int, default=d.k0, help="neighbours each node drops at T_0 (default %(default)s)")
     p.add_argument("--algo", default=d.algo, help=f"one of {', '.join(ALGOS)} (default %(default)s)")
     p.add_argument("--dataset", default=d.dataset, help=f"one of {', '.join(data_mod.DATASETS)} (default %(default)s)")
-    p.add_argument("--clusters", type=int, default=d.clusters, help="synthetic clusters (default %(default)s)")
+    p.add_argument("--clusters", type=int, default=d.clusters, help="clusters of synthetic data and of --partition permuted (default %(default)s)")
     p.add_argument("--data-root", default=d.data_root, help="folder holding cifar-10-batches-py (default %(default)s)")
     p.add_argument("--download", action="store_true", help="download CIFAR-10 into --data-root when missing")
-    p.add_argument("--partition", default=d.partition, help=f"cifar10 split: {', '.join(data_mod.PARTITIONS)}")
+    p.add_argument("--partition", default=d.partition, help=f"digits and cifar10 split: {', '.join(data_mod.PARTITIONS)} (default %(default)s)")
     p.add_argument("--dirichlet-alpha", type=float, default=d.dirichlet_alpha, help="(default %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="(default %(default)s)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--local-step", default=d.local_step, help=f"local SGD path: {', '.join(LOCAL_STEPS)} (default %(default)s: vmap on CUDA, else loop)")
+    p.add_argument("--vmap-chunk", type=int, default=d.vmap_chunk, help="nodes per vmap call (default %(default)s)")
+    p.add_argument("--backend", default=d.backend, help=f"under torchrun: {', '.join(comm.BACKENDS)} (default %(default)s: nccl on GPUs, else gloo)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--out", default="runs/l2c", help="folder for summary.json and mixing.png (default %(default)s)")
     a = p.parse_args(argv)
@@ -449,31 +518,52 @@ def parse_args(argv: Sequence[str] | None) -> tuple[L2CConfig, Path]:
     config = L2CConfig(
         nodes=a.nodes, rounds=a.rounds, local_epochs=a.local_epochs, lr=a.lr, beta=a.beta, t0=a.t0, k0=a.k0,
         algo=a.algo, dataset=a.dataset, clusters=a.clusters, data_root=a.data_root, download=a.download,
-        partition=a.partition, dirichlet_alpha=a.dirichlet_alpha, seed=a.seed, device=a.device, progress=True,
+        partition=a.partition, dirichlet_alpha=a.dirichlet_alpha, seed=a.seed, device=a.device,
+        local_step=a.local_step, vmap_chunk=a.vmap_chunk, backend=a.backend, progress=True,
     )  # fmt: skip
     return config, Path(a.out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry: run, log one line per round, write the summary and heatmap; exit 2 on bad input."""
+    """Command line entry: run, log one line per round, write the summary and heatmap; exit 2 on bad input.
+
+    Under torchrun every process runs this; only rank 0 logs, prints and writes files.
+    """
     config, out = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     try:
-        with logging_redirect_tqdm():
-            result = run_l2c(config)
-    except (data_mod.DataError, L2CConfigError) as exc:
+        with comm.process_group(config.backend) as group:
+            logging.basicConfig(level=logging.INFO if group.rank == 0 else logging.WARNING, format="%(message)s")
+            config.progress = config.progress and group.rank == 0
+            with logging_redirect_tqdm():
+                result = run_l2c(config, group=group)
+    except (data_mod.DataError, L2CConfigError, comm.CommError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    if group.rank != 0:
+        return EXIT_OK
     summary_path, png_path = save(result, out)
     share = result.removed_cross_cluster_share
+    traffic = result.bytes_per_round()["one_node_per_machine"]
     print(
         f"final mean test accuracy {result.mean_accuracy:.1%}"
         + (f", removed edges cross-cluster {share:.0%}" if share is not None else "")
-        + f", {result.seconds_per_round:.2f} s/round; wrote {summary_path} and {png_path}"
+        + f"; {result.processes} process{'es' if result.processes > 1 else ''}"
+        + (f" ({result.backend})" if result.backend else "")
+        + f", local step {result.local_step}, {result.seconds_per_round:.2f} s/round"
+        + f"; Δθ per round {_size(traffic['first_round'])} before pruning, {_size(traffic['last_round'])} after"
+        + f"; wrote {summary_path} and {png_path}"
     )
     return EXIT_OK
+
+
+def _size(count: int) -> str:
+    """Bytes in a short human form (kB, MB, GB: powers of 1000)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
 
 
 if __name__ == "__main__":

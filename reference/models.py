@@ -1,6 +1,8 @@
-"""The small CIFAR network of the L2C question, without the algorithm's state (alpha lives in `reference.l2c`)."""
+"""The networks the reference L2C trains (without the algorithm's state: alpha lives in `reference.l2c`)."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn as nn
@@ -29,3 +31,22 @@ class CNNCifar(nn.Module):
         x = F.relu(self.fc1(x))
         x = F.relu(self.fc2(x))
         return F.log_softmax(self.fc3(x), dim=1)
+
+
+class MLP(nn.Module):
+    """Two-layer perceptron on flattened images (the digits' 1x8x8); returns log-probabilities like `CNNCifar`."""
+
+    def __init__(self, in_features: int, num_classes: int = 10, hidden: int = 64) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(in_features, hidden)
+        self.fc2 = nn.Linear(hidden, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.log_softmax(self.fc2(F.relu(self.fc1(x.flatten(1)))), dim=1)
+
+
+def model_for(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    """`CNNCifar` for 3x32x32 images, an `MLP` for anything else (the 1x8x8 digits)."""
+    if tuple(input_shape) == (3, 32, 32):
+        return CNNCifar(num_classes)
+    return MLP(math.prod(input_shape), num_classes)

@@ -58,9 +58,9 @@ def test_same_image_class_gets_the_cluster_label():
 
 
 def test_load_rejects_unknown_names_with_the_valid_ones():
-    with pytest.raises(UnknownDatasetError, match=r"^unknown dataset 'mnist'; valid names: synthetic, cifar10$"):
+    with pytest.raises(UnknownDatasetError, match=r"^unknown dataset 'mnist'; valid names: synthetic, digits, cifar10$"):
         data_mod.load("mnist", 4)
-    with pytest.raises(UnknownDatasetError, match="valid names: pathological, dirichlet"):
+    with pytest.raises(UnknownDatasetError, match="valid names: pathological, dirichlet, permuted"):
         data_mod.cifar10(4, partition="shards")
 
 

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from reference import data as data_mod
+from reference.local_step import Layout
 from reference.l2c import (
     L2CConfig,
     L2CConfigError,
@@ -65,13 +66,14 @@ def test_mixing_weights_are_a_softmax_over_the_neighbourhood():
 def test_alpha_gradient_through_the_aggregation_matches_finite_differences():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=1)).double()
-    theta_i = {name: p.detach().clone() for name, p in model.named_parameters()}
-    deltas = {name: 0.5 * torch.randn(3, *p.shape, dtype=torch.float64) for name, p in model.named_parameters()}
+    layout = Layout(model)
+    theta_i = layout.flatten(model)
+    deltas = 0.5 * torch.randn(3, layout.size, dtype=torch.float64)
     x, y = torch.randn(5, 4, dtype=torch.float64), torch.tensor([0, 1, 2, 1, 0])
     neighbours = torch.tensor([True, True, True])
 
     def objective(alpha_i):
-        return validation_loss(model, aggregate(theta_i, deltas, alpha_i, neighbours), x, y)
+        return validation_loss(model, layout.unflatten(aggregate(theta_i, deltas, alpha_i, neighbours)), x, y)
 
     alpha_i = torch.randn(3, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(objective, (alpha_i,))
@@ -80,14 +82,16 @@ def test_alpha_gradient_through_the_aggregation_matches_finite_differences():
 
 
 def test_alpha_of_a_non_neighbour_gets_zero_gradient():
+    """``deltas`` holds only the neighbours' changes; the aggregate is the softmax over them."""
     model = nn.Sequential(nn.Linear(2, 2), nn.LogSoftmax(dim=1)).double()
-    theta_i = {name: p.detach().clone() for name, p in model.named_parameters()}
-    deltas = {name: torch.randn(3, *p.shape, dtype=torch.float64) for name, p in model.named_parameters()}
+    layout = Layout(model)
+    theta_i = layout.flatten(model)
+    deltas = torch.randn(2, layout.size, dtype=torch.float64)
     alpha_i = torch.zeros(3, dtype=torch.float64, requires_grad=True)
-    loss = validation_loss(
-        model, aggregate(theta_i, deltas, alpha_i, torch.tensor([True, False, True])), torch.randn(4, 2).double(),
-        torch.tensor([0, 1, 1, 0]),
-    )  # fmt: skip
+    neighbours = torch.tensor([True, False, True])
+    aggregated = aggregate(theta_i, deltas, alpha_i, neighbours)
+    torch.testing.assert_close(aggregated, theta_i - 0.5 * deltas[0] - 0.5 * deltas[1])
+    loss = validation_loss(model, layout.unflatten(aggregated), torch.randn(4, 2).double(), torch.tensor([0, 1, 1, 0]))
     loss.backward()
     assert alpha_i.grad[1] == 0 and alpha_i.grad[0] != 0
 
@@ -177,7 +181,7 @@ def test_cli_writes_summary_and_heatmap(tmp_path, capsys):
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (["--dataset", "imagenet"], "unknown dataset 'imagenet'; valid names: synthetic, cifar10"),
+        (["--dataset", "imagenet"], "unknown dataset 'imagenet'; valid names: synthetic, digits, cifar10"),
         (["--dataset", "cifar10", "--data-root", "{tmp}/nowhere"], "pass --download"),
     ],
 )

@@ -86,10 +86,13 @@ def process_group(backend: str = "auto", timeout_s: float = 300.0) -> Iterator[G
         yield current_group()
         return
     name = resolve_backend(backend)
+    local = int(os.environ.get("LOCAL_RANK", "0"))
     if name == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(local)
     dist.init_process_group(name, timeout=datetime.timedelta(seconds=timeout_s))
     try:
+        # a first collective with every rank: NCCL needs one before point-to-point calls some ranks sit out
+        dist.barrier(device_ids=[local] if name == "nccl" else None)
         yield _group_of_default(name)
     finally:
         dist.destroy_process_group()

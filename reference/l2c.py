@@ -134,7 +134,8 @@ class L2CResult:
     params: Params  # final parameters, each (n, *shape)
     adjacency: torch.Tensor  # (n, n) bool: the final N(i) ∪ {i} of every node
     clusters: tuple[int, ...] | None
-    seconds_per_round: float
+    seconds_per_round: float  # mean of round_seconds
+    round_seconds: list[float] = field(default_factory=list)  # wall time of each round (rank 0's under torchrun)
     processes: int = 1
     backend: str | None = None  # torch.distributed backend (None for one process)
     local_step: str = "loop"  # the local-SGD path that ran
@@ -183,6 +184,7 @@ class L2CResult:
             "removed_cross_cluster_share": self.removed_cross_cluster_share,
             "bytes_per_round": self.bytes_per_round(),
             "seconds_per_round": self.seconds_per_round,
+            "round_seconds": self.round_seconds,
             "clusters": list(self.clusters) if self.clusters is not None else None,
             "mixing_matrix": self.mixing.tolist(),
         }
@@ -363,10 +365,11 @@ def run_l2c(
     shares: list[float] = []
     traffic: list[Traffic] = []
     removed: list[tuple[int, int]] = []
-    started = time.perf_counter()
+    round_seconds: list[float] = []
 
     with _deterministic_cudnn():
         for t in tqdm(range(config.rounds), desc=config.algo, disable=not config.progress, leave=False):
+            started = time.perf_counter()
             if path == "vmap":
                 half = local_step.vmap_chunks(model, layout, theta, nodes, generators, config.local_epochs,
                                               config.lr, config.batch_size, steps, config.vmap_chunk)
@@ -408,13 +411,13 @@ def run_l2c(
                 plan = comm.plan(group, adjacency)
                 hood = _Neighbourhoods(adjacency, plan, own)
 
+            round_seconds.append(time.perf_counter() - started)
             shares.append(same_cluster_share(mixing, data.clusters))
             line = f"round {t + 1}/{config.rounds} [{config.algo}]: mean test accuracy {accuracies[t].mean():.1%}"
             if data.clusters is not None and not math.isnan(shares[-1]):
                 line += f", same-cluster neighbour weight {shares[-1]:.2f}"
             log.info(line)
 
-    seconds = (time.perf_counter() - started) / max(1, config.rounds)
     learned_alpha = None
     if learn:
         with torch.no_grad():
@@ -433,7 +436,8 @@ def run_l2c(
         params=layout.stacked(thetas),
         adjacency=adjacency.cpu(),
         clusters=data.clusters,
-        seconds_per_round=seconds,
+        seconds_per_round=sum(round_seconds) / max(1, len(round_seconds)),
+        round_seconds=round_seconds,
         processes=group.world,
         backend=group.backend,
         local_step=path,

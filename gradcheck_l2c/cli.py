@@ -1,4 +1,5 @@
-"""The ``gradcheck-l2c`` command: ``trace`` runs a script under the tracer and reports, ``demo`` shows the L2C case.
+"""The ``gradcheck-l2c`` command: ``trace`` runs a script under the tracer and reports, ``demo`` shows the L2C
+case, ``rules`` lists the rule codes.
 
 ``gradcheck-l2c trace [options] script.py [args...]`` works like ``python script.py [args...]`` (and
 ``-m module`` like ``python -m``): the script's output is untouched, the report goes to stderr when
@@ -7,14 +8,20 @@ it ends, and the exit status says whether gradients went missing.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 import gradcheck_l2c
 from gradcheck_l2c.errors import GradcheckError, UsageError
 from gradcheck_l2c.paths import output_file, output_folder
+from gradcheck_l2c.present.concise import format_concise
+from gradcheck_l2c.present.github import format_github
 from gradcheck_l2c.present.jsonreport import json_document, write_json
+from gradcheck_l2c.present.sarifreport import repository_root, sarif_document, write_sarif
 from gradcheck_l2c.present.textreport import format_report, summary_line
+from gradcheck_l2c.rules import RULES
 from gradcheck_l2c.runner import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -30,7 +37,9 @@ from gradcheck_l2c.runner import (
 PROG = "gradcheck-l2c"
 
 # Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
-_VALUE_OPTIONS = frozenset({"--watch", "--json", "--fail-on", "--max-findings", "--render", "--format"})
+_VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--output-format", "--fail-on", "--max-findings",
+                            "--render", "--format"})
+OUTPUT_FORMATS = ("full", "concise", "github")
 _NAMES_IN_WARNING = 12
 
 
@@ -68,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="watch only tensors whose name matches: `alpha`, `*.alpha`, `model.fc1.*` "
                        "(repeatable; default: every parameter and every leaf that requires grad)")
     trace.add_argument("--json", metavar="FILE", help="also write the findings as JSON to FILE")
+    trace.add_argument("--sarif", metavar="FILE",
+                       help="also write the findings as SARIF 2.1.0 to FILE (for GitHub code scanning)")
+    trace.add_argument("--output-format", choices=OUTPUT_FORMATS, metavar="{full,concise,github}",
+                       help="the report on stderr: full (the default), concise (one `path:line:col: CODE "
+                       "message` line per finding) or github (workflow-command annotations; the default "
+                       "when GITHUB_ACTIONS=true and stderr is not a terminal)")
     trace.add_argument("--fail-on", choices=("error", "warning", "never"), default="error",
                        help="lowest severity that makes the exit status 1 (default: %(default)s)")
     trace.add_argument("--max-findings", type=_count, metavar="N", help="list at most N entries")
@@ -96,6 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="gradcheck-out", metavar="DIR",
                       help="folder for the JSON report and graphs (default: %(default)s)")
     demo.set_defaults(handler=_demo_command)
+
+    rules = commands.add_parser(
+        "rules",
+        help="list the rule codes: code, kind, what it means, the fix",
+        description="List every rule: its permanent code (used by SARIF, the concise and github outputs and "
+        "`# gradcheck: ignore[CODE]` comments), its kind, what happened, and the usual fix.",
+        allow_abbrev=False,
+    )
+    rules.set_defaults(handler=_rules_command)
     return parser
 
 
@@ -114,7 +138,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         return namespace
     namespace = parser.parse_args(argv)
     if namespace.command is None:
-        raise UsageError(f"missing command: `{PROG} trace script.py` or `{PROG} demo` (see {PROG} --help)")
+        raise UsageError(f"missing command: `{PROG} trace script.py`, `{PROG} demo` or `{PROG} rules` "
+                         f"(see {PROG} --help)")
     return namespace
 
 
@@ -188,6 +213,10 @@ def _trace_command(options: argparse.Namespace) -> int:
         raise UsageError("--format and --full need --render DIR")
     if options.json:
         options.json = output_file(options.json, "--json")
+    if options.sarif:
+        options.sarif = output_file(options.sarif, "--sarif")
+    output_format = options.output_format or default_output_format(stderr)
+    root = repository_root(os.getcwd()) if options.sarif else None  # before the script can chdir
     if options.render:
         from gradcheck_l2c.present.draw.render import check_format
 
@@ -224,6 +253,10 @@ def _trace_command(options: argparse.Namespace) -> int:
               "the report covers what ran before.", file=stderr)
     if options.quiet:
         print(summary_line(findings, watched, color=color), file=stderr)
+    elif output_format == "concise":
+        stderr.write(format_concise(findings, watched, verbose=options.verbose))
+    elif output_format == "github":
+        stderr.write(format_github(findings, watched, verbose=options.verbose))
     else:
         stderr.write(format_report(findings, watched, color=color,
                                    max_findings=options.max_findings, verbose=options.verbose))
@@ -232,6 +265,11 @@ def _trace_command(options: argparse.Namespace) -> int:
                                                exit_code=code, watched=watched, findings=findings))
         if not options.quiet:
             print(f"{PROG}: wrote the JSON report to {options.json}", file=stderr)
+    if options.sarif:
+        write_sarif(options.sarif, sarif_document(findings, version=gradcheck_l2c.__version__, root=root,
+                                                  exit_code=code))
+        if not options.quiet:
+            print(f"{PROG}: wrote the SARIF report to {options.sarif}", file=stderr)
     if options.render:
         from gradcheck_l2c.present.draw.render import render_graphs, render_summary
 
@@ -239,6 +277,26 @@ def _trace_command(options: argparse.Namespace) -> int:
         if not options.quiet:
             print(f"{PROG}: {render_summary(written, options.format)}", file=stderr)
     return code
+
+
+def default_output_format(stderr: TextIO) -> str:
+    """``github`` inside a GitHub Actions job whose stderr is a log, not a terminal; ``full`` elsewhere."""
+    if os.environ.get("GITHUB_ACTIONS") == "true" and not is_terminal(stderr):
+        return "github"
+    return "full"
+
+
+def format_rules() -> str:
+    """``gradcheck-l2c rules``: one block per rule: code, kind, default level, what happened, the fix."""
+    lines = []
+    for rule in RULES:
+        lines += [f"{rule.code} {rule.kind} ({rule.level})", f"    {rule.description}", f"    fix: {rule.fix}"]
+    return "\n".join(lines) + "\n"
+
+
+def _rules_command(options: argparse.Namespace) -> int:
+    sys.stdout.write(format_rules())
+    return EXIT_OK
 
 
 def _demo_command(options: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ KINDS: tuple[str, ...] = (
     "inplace_saved",
     "state_dict_alias",
     "optimizer",
+    "unused_suppression",
 )
 
 #: Kinds that explain why a tensor got no gradient; the others flag bugs beside the gradient path.
@@ -60,9 +61,11 @@ class Related:
 class Finding:
     """One explained problem: what happened to which tensor, where in user code, and the fix.
 
-    ``file`` is an absolute path and ``line`` 1-based: the line to change. ``count`` is how many times
-    the same event (same kind, tensor and place) happened during the trace; ``related`` are other
-    places that belong to it (where the symptom showed, where the tensor was defined).
+    ``file`` is an absolute path and ``line`` 1-based: the line to change; ``column`` (1-based) is where
+    the call starts on it, when known. ``count`` is how many times the same event (same kind, tensor and
+    place) happened during the trace; ``related`` are other places that belong to it (where the symptom
+    showed, where the tensor was defined). ``suppressed``: a ``# gradcheck: ignore`` comment on the line
+    silenced it; it stays in JSON and SARIF but is not listed and fails nothing.
     """
 
     kind: str
@@ -75,6 +78,8 @@ class Finding:
     fix: str
     count: int = 1
     related: tuple[Related, ...] = ()
+    column: int | None = None
+    suppressed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "related"}
@@ -135,8 +140,9 @@ class CapturedGraph:
 
 
 def fails(findings: Any, fail_on: str) -> bool:
-    """Whether any finding is at least as severe as ``fail_on`` (one of :data:`FAIL_ON`)."""
+    """Whether any finding that is not suppressed is at least as severe as ``fail_on`` (one of
+    :data:`FAIL_ON`)."""
     if fail_on == "never":
         return False
     worst = SEVERITIES.index(fail_on)
-    return any(SEVERITIES.index(finding.severity) <= worst for finding in findings)
+    return any(SEVERITIES.index(finding.severity) <= worst for finding in findings if not finding.suppressed)

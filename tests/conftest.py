@@ -48,6 +48,12 @@ def snippet(tmp_path):
     return make
 
 
+@pytest.fixture(autouse=True)
+def outside_github_actions(monkeypatch):
+    """The report's format follows GITHUB_ACTIONS; tests expect the default (``full``) unless they set it."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Tiny convolutions gain nothing from a second thread, and lose ten-fold when the CPUs are shared."""

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gradcheck_l2c"
 NAME = "gradcheck_l2c"
 #: Lower stages may never import higher ones; a stage may import itself and anything below.
 STAGES = {"vocabulary": 0, "record": 1, "judge": 2, "present": 3, "front door": 4}
-VOCABULARY = {f"{NAME}.errors", f"{NAME}.records"}
+VOCABULARY = {f"{NAME}.errors", f"{NAME}.records", f"{NAME}.rules"}
 
 
 def module_name(path: Path) -> str:

@@ -17,7 +17,7 @@ from gradcheck_l2c.runner import EXIT_INTERRUPTED, EXIT_USAGE, use_color
 from gradcheck_l2c.present.status import StatusLine, sharing_terminal
 
 SCRIPTS = Path(__file__).parent / "scripts"
-ENV = {name: value for name, value in os.environ.items() if name not in ("GRADCHECK_L2C_DISABLED", "NO_COLOR")}
+ENV = {name: value for name, value in os.environ.items() if name not in ("GRADCHECK_L2C_DISABLED", "NO_COLOR", "GITHUB_ACTIONS")}
 
 
 def gradcheck(*args, cwd=SCRIPTS):
@@ -121,8 +121,9 @@ def test_item_cut_is_reported_at_its_line_and_written_to_json(tmp_path):
     assert item[0]["code"] == "x = w.sum().item()"
     assert item[0]["count"] == 1
     assert item[0]["message"] and item[0]["fix"]
+    assert item[0]["column"] == 5 and item[0]["suppressed"] is False
     assert set(item[0]) == {"kind", "severity", "tensor", "file", "line", "code", "message", "fix", "count",
-                            "related"}
+                            "related", "column", "suppressed"}
 
     assert "1 of 2 watched tensors got no gradient (w)" in stderr
     assert "cli_item.py:5: error: item" in stderr

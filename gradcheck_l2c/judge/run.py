@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
+from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.record.events import Event
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.state import TraceState
@@ -57,7 +58,7 @@ class Run:
         places = tuple(Related(s.file, s.line, role, s.code) for role, s in (related or {}).items()
                        if s is not None and (s.file, s.line) != (file, line))
         return Finding(kind, severity, tensor, file, line, code, message, fix, count,  # type: ignore[arg-type]
-                       places)
+                       places, column=site.text_column if site is not None else None)
 
     def cut_finding(self, event: Event, tensor: str, severity: str | None = None,
                     symptom: Site | None = None) -> Finding:
@@ -130,7 +131,9 @@ def judge(state: TraceState) -> Verdict:
     graphs = [_captured(state, run, pending, by_event) for pending in state.graphs]
     watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched() if _trainable(w)]
     names = sorted({w.name for w in registry.all})
-    return Verdict(_unique(run.findings), watched, [g for g in graphs if g is not None], unmatched, names)
+    findings = _unique(run.findings)
+    findings = apply_suppressions(findings, touched_files(state, findings))
+    return Verdict(findings, watched, [g for g in graphs if g is not None], unmatched, names)
 
 
 def _trainable(watched: Watched) -> bool:

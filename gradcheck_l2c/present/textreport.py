@@ -3,7 +3,7 @@
 The text starts with one summary line; then, for every watched tensor that got no gradient, its
 causes in the order the tracer met them (the order the values flowed), each with ``file:line``, the
 code line, what happened and the fix; then the other findings, the same event on several tensors
-folded into one entry.
+folded into one entry. Findings a ``# gradcheck: ignore`` comment suppressed are only counted.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ _TENSORS_UNEXPLAINED = 10
 def summary_line(
     findings: Sequence[Finding], watched: Sequence[WatchedTensor], *, color: bool = False
 ) -> str:
-    """One line: how many watched tensors got no gradient (and which), and the findings by severity."""
+    """One line: how many watched tensors got no gradient (and which), the findings by severity, and how
+    many were suppressed."""
     return f"gradcheck-l2c: {_watched_summary(watched, color)}; {_severity_counts(findings, color)}"
 
 
@@ -35,17 +36,23 @@ def format_report(
     verbose: bool = False,
 ) -> str:
     """The text report. ``max_findings`` caps the entries shown; ``verbose`` adds notes
-    (``info`` findings) and the list of tensors that did get a gradient."""
+    (``info`` findings) and the list of tensors that did get a gradient. A tensor whose causes were
+    all suppressed is not listed."""
+    all_findings = findings
     paint = _Painter(color)
     budget = _Budget(max_findings)
-    missing = [tensor for tensor in watched if tensor.got_grad is False]
+    silenced = {finding.tensor for finding in findings if finding.suppressed and finding.kind in CAUSES}
+    findings = [finding for finding in findings if not finding.suppressed]
+    explained = {finding.tensor for finding in findings if finding.kind in CAUSES}
+    missing = [tensor for tensor in watched if tensor.got_grad is False
+               and (tensor.name in explained or tensor.name not in silenced)]
     missing_names = {tensor.name for tensor in missing}
     others = [finding for finding in findings if not _is_cause(finding, missing_names)]
     notes = [finding for finding in others if finding.severity == "info"]
     if not verbose:
         others = [finding for finding in others if finding.severity != "info"]
 
-    lines = [summary_line(findings, watched, color=color)]
+    lines = [summary_line(all_findings, watched, color=color)]
     lines += _missing_sections(missing, findings, paint, budget, verbose)
     lines += _other_findings(others, paint, budget, "Other findings:" if missing else "Findings:")
     if budget.left_out:
@@ -118,6 +125,14 @@ def _other_findings(findings: Sequence[Finding], paint: _Painter, budget: _Budge
     return ["", title, *entries] if entries else []
 
 
+def listed(findings: Iterable[Finding], verbose: bool = False) -> list[Finding]:
+    """The findings a one-line-per-finding output lists, by file, line and column: none suppressed,
+    notes only when ``verbose``."""
+    shown = [finding for finding in findings
+             if not finding.suppressed and (verbose or finding.severity != "info")]
+    return sorted(shown, key=lambda finding: (finding.file, finding.line, finding.column or 0))
+
+
 def display_path(path: str) -> str:
     """``path`` relative to the current folder when it lies below it, else unchanged."""
     try:
@@ -166,14 +181,17 @@ def _watched_summary(watched: Sequence[WatchedTensor], color: bool) -> str:
 
 
 def _severity_counts(findings: Sequence[Finding], color: bool) -> str:
-    if not findings:
-        return "no findings"
     paint = _Painter(color)
     parts = []
     for severity, word in (("error", "error"), ("warning", "warning"), ("info", "note")):
-        count = sum(1 for finding in findings if finding.severity == severity)
+        count = sum(1 for finding in findings if finding.severity == severity and not finding.suppressed)
         if count:
             parts.append(paint(f"{count} {_plural(count, word)}", severity))
+    if not parts:
+        parts.append("no findings")
+    suppressed = sum(1 for finding in findings if finding.suppressed)
+    if suppressed:
+        parts.append(f"{suppressed} suppressed")
     return ", ".join(parts)
 
 
@@ -197,8 +215,8 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     count = max(finding.count for finding in group)
     if count > 1:
         head += f" (×{count})"
-    if with_tensor:
-        names = [finding.tensor for finding in group]
+    names = [finding.tensor for finding in group if finding.tensor]
+    if with_tensor and names:
         head += ": " + ", ".join(names[:_TENSORS_PER_ENTRY])
         if len(names) > _TENSORS_PER_ENTRY:
             head += f" and {len(names) - _TENSORS_PER_ENTRY} more"

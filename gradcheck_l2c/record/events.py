@@ -1,6 +1,7 @@
 """Events: what the tracer saw happen to a watched tensor's values, deduplicated by place."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,9 @@ class EventLog:
 
     def of_kind(self, *kinds: str) -> list[Event]:
         return [event for event in self._events.values() if event.kind in kinds]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(list(self._events.values()))
 
     def __len__(self) -> int:
         return len(self._events)

@@ -10,8 +10,8 @@ import linecache
 import os
 import sys
 import sysconfig
-from dataclasses import dataclass
-from types import FrameType
+from dataclasses import dataclass, field
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
@@ -51,14 +51,24 @@ def frame_kind(filename: str) -> int:
 
 @dataclass(frozen=True)
 class Site:
-    """A line of user code: absolute file and 1-based line."""
+    """A line of user code: absolute file and 1-based line; ``column`` (1-based, 0 when unknown) is where
+    the running call starts on it. Sites on the same line are equal whatever their columns."""
 
     file: str
     line: int
+    column: int = field(default=0, compare=False)
 
     @property
     def code(self) -> str:
         return linecache.getline(self.file, self.line).strip()
+
+    @property
+    def text_column(self) -> int | None:
+        """``column`` counted in characters, as editors count (Python counts UTF-8 bytes); None if unknown."""
+        if not self.column:
+            return None
+        prefix = linecache.getline(self.file, self.line).encode("utf-8")[:self.column - 1]
+        return len(prefix.decode("utf-8", "replace")) + 1
 
     def __str__(self) -> str:
         return f"{os.path.basename(self.file)}:{self.line}"
@@ -91,7 +101,27 @@ def user_site(depth: int = 1) -> Site | None:
     absolute = _absolute.get(filename)
     if absolute is None:
         absolute = _absolute[filename] = filename if filename.startswith("<") else os.path.abspath(filename)
-    return Site(absolute, frame.f_lineno)
+    return Site(absolute, frame.f_lineno, _column(frame))
+
+
+_positions: dict[CodeType, list[tuple[int | None, int | None, int | None, int | None]]] = {}
+
+
+def _column(frame: FrameType) -> int:
+    """The 1-based column where the frame's current instruction starts (Python 3.11+), else 0.
+
+    ``co_positions`` lists one position per 2-byte instruction; it is read once per code object."""
+    code = frame.f_code
+    positions = _positions.get(code)
+    if positions is None:
+        if not hasattr(code, "co_positions"):
+            return 0
+        positions = _positions[code] = list(code.co_positions())
+    index = frame.f_lasti // 2
+    if not 0 <= index < len(positions):
+        return 0
+    line, _, column, _ = positions[index]
+    return column + 1 if column is not None and line == frame.f_lineno else 0
 
 
 def caller_is_user(depth: int = 1) -> bool:

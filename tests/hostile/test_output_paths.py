@@ -42,6 +42,7 @@ def workdir(tmp_path):
     (["--json", "a_folder"], "--json: '{}/a_folder' is a folder; give a file name inside it"),
     (["--json", "a_file/report.json"], "--json: folder '{}/a_file' does not exist"),
     (["--json", "missing/report.json"], "--json: folder '{}/missing' does not exist"),
+    (["--sarif", "a_folder"], "--sarif: '{}/a_folder' is a folder; give a file name inside it"),
 ])
 def test_a_bad_output_path_is_one_line_and_exit_2_before_the_script_runs(workdir, args, message):
     code, stdout, stderr = gradcheck(workdir, "trace", *args, "train.py")

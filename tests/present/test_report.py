@@ -1,4 +1,5 @@
 """The text report and the JSON document, built from hand-made findings."""
+import dataclasses
 import json
 import os
 
@@ -143,7 +144,7 @@ def test_json_document_holds_every_field():
                     {"name": "Net.fc.weight", "got_grad": True, "shape": [2, 3]}],
         "findings": [{"kind": "item", "severity": "error", "tensor": "Net.alpha", "file": HERE, "line": 10,
                       "code": "y = w.item()", "message": findings[0].message, "fix": findings[0].fix,
-                      "count": 4, "related": []}],
+                      "count": 4, "related": [], "column": None, "suppressed": False}],
     }
 
 
@@ -156,3 +157,15 @@ def test_related_places_are_listed_under_the_finding_and_in_json():
     assert "symptom: train.py:12: net.load_state_dict(sd)" in text
     document = json_document(script=HERE, argv=[HERE], exit_code=0, watched=[ALPHA], findings=[snapshot])
     assert document["findings"][0]["related"] == [{"file": HERE, "line": 12, "role": "symptom"}]
+
+
+def test_suppressed_findings_are_counted_not_listed_and_their_tensor_is_not_unexplained():
+    silenced = dataclasses.replace(finding(), suppressed=True)
+    side = dataclasses.replace(finding(kind="optimizer", severity="warning", line=3), suppressed=True)
+    assert summary_line([silenced, side], [ALPHA]) == (
+        "gradcheck-l2c: 1 of 1 watched tensor got no gradient (Net.alpha); no findings, 2 suppressed")
+    report = format_report([silenced, side, finding(kind="no_grad", line=12)], [ALPHA])
+    assert "; 1 error, 2 suppressed" in report.splitlines()[0]
+    assert "train.py:10" not in report and "train.py:3" not in report
+    assert "  1. train.py:12: error: no_grad" in report
+    assert "no finding explains why" not in format_report([silenced], [ALPHA])

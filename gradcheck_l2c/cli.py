@@ -18,8 +18,10 @@ from gradcheck_l2c.errors import GradcheckError, UsageError
 from gradcheck_l2c.paths import output_file, output_folder
 from gradcheck_l2c.present.concise import format_concise
 from gradcheck_l2c.present.github import format_github
+from gradcheck_l2c.present.gitlab import codequality_document, write_codequality
 from gradcheck_l2c.present.jsonreport import json_document, write_json
-from gradcheck_l2c.present.sarifreport import repository_root, sarif_document, write_sarif
+from gradcheck_l2c.present.repository import repository_root
+from gradcheck_l2c.present.sarifreport import sarif_document, write_sarif
 from gradcheck_l2c.present.textreport import format_report, summary_line
 from gradcheck_l2c.rules import RULES
 from gradcheck_l2c.runner import (
@@ -37,8 +39,8 @@ from gradcheck_l2c.runner import (
 PROG = "gradcheck-l2c"
 
 # Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
-_VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--output-format", "--fail-on", "--max-findings",
-                            "--render", "--format"})
+_VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--gitlab-codequality", "--output-format", "--fail-on",
+                            "--max-findings", "--render", "--format"})
 OUTPUT_FORMATS = ("full", "concise", "github")
 _NAMES_IN_WARNING = 12
 
@@ -79,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--json", metavar="FILE", help="also write the findings as JSON to FILE")
     trace.add_argument("--sarif", metavar="FILE",
                        help="also write the findings as SARIF 2.1.0 to FILE (for GitHub code scanning)")
+    trace.add_argument("--gitlab-codequality", metavar="FILE",
+                       help="also write the findings as a GitLab code quality report to FILE")
     trace.add_argument("--output-format", choices=OUTPUT_FORMATS, metavar="{full,concise,github}",
                        help="the report on stderr: full (the default), concise (one `path:line:col: CODE "
                        "message` line per finding) or github (workflow-command annotations; the default "
@@ -215,8 +219,10 @@ def _trace_command(options: argparse.Namespace) -> int:
         options.json = output_file(options.json, "--json")
     if options.sarif:
         options.sarif = output_file(options.sarif, "--sarif")
+    if options.gitlab_codequality:
+        options.gitlab_codequality = output_file(options.gitlab_codequality, "--gitlab-codequality")
     output_format = options.output_format or default_output_format(stderr)
-    root = repository_root(os.getcwd()) if options.sarif else None  # before the script can chdir
+    root = repository_root(os.getcwd())  # before the script can change the working folder
     if options.render:
         from gradcheck_l2c.present.draw.render import check_format
 
@@ -270,6 +276,10 @@ def _trace_command(options: argparse.Namespace) -> int:
                                                   exit_code=code))
         if not options.quiet:
             print(f"{PROG}: wrote the SARIF report to {options.sarif}", file=stderr)
+    if options.gitlab_codequality:
+        write_codequality(options.gitlab_codequality, codequality_document(findings, root=root))
+        if not options.quiet:
+            print(f"{PROG}: wrote the code quality report to {options.gitlab_codequality}", file=stderr)
     if options.render:
         from gradcheck_l2c.present.draw.render import render_graphs, render_summary
 

@@ -7,16 +7,16 @@ Paths inside the repository are relative to its root (``%SRCROOT%``); others are
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from gradcheck_l2c.errors import UsageError
+from gradcheck_l2c.present.repository import fingerprint, relative_path
 from gradcheck_l2c.records import Finding, Related
 from gradcheck_l2c.rules import RULES, Rule, code_of
 
@@ -27,15 +27,6 @@ ROOT_ID = "%SRCROOT%"
 FINGERPRINT_KEY = "gradcheckL2c/v1"
 _LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 _ROLES = {"symptom": "where the symptom showed", "defined": "where it was defined", "used": "where it was used"}
-
-
-def repository_root(start: str) -> str | None:
-    """The nearest folder at or above ``start`` that holds ``.git`` (a folder, or a worktree's file)."""
-    folder = Path(os.path.abspath(start))
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return str(candidate)
-    return None
 
 
 def sarif_document(findings: Iterable[Finding], *, version: str, root: str | None,
@@ -70,13 +61,6 @@ def write_sarif(path: str, document: dict[str, Any]) -> None:
         raise UsageError(f"cannot write the SARIF report to {path!r}: {exc.strerror}") from None
 
 
-def fingerprint(finding: Finding) -> str:
-    """Stable across runs and edits elsewhere: kind, tensor and the code line without its whitespace (a
-    reformatter changes nothing); the line number is left out on purpose."""
-    code = "".join(finding.code.split())
-    return hashlib.sha256(f"{finding.kind}\0{finding.tensor}\0{code}".encode()).hexdigest()[:32]
-
-
 def _rule(rule: Rule) -> dict[str, Any]:
     return {
         "id": rule.code,
@@ -97,7 +81,7 @@ def _result(finding: Finding, index: dict[str, int], root: str | None) -> dict[s
     links = []
     for number, place in enumerate(finding.related, start=1):
         related.append({"id": number, "physicalLocation": _physical(place.file, place.line, None, place.code, root),
-                        "message": {"text": place.role}})
+                        "message": {"text": _ROLES.get(place.role, place.role)}})
         links.append(f"[{_link_text(place)}]({number})")
     if links:
         text += " See " + ", ".join(links) + "."
@@ -143,10 +127,9 @@ def _physical(file: str, line: int, column: int | None, code: str, root: str | N
 
 def _artifact(file: str, root: str | None) -> dict[str, Any]:
     """Relative to ``%SRCROOT%`` when ``file`` lies inside the repository, else an absolute file URI."""
-    if root is not None:
-        relative = os.path.relpath(os.path.abspath(file), root)
-        if not relative.startswith(os.pardir) and not os.path.isabs(relative):
-            return {"uri": quote(PurePosixPath(*Path(relative).parts).as_posix()), "uriBaseId": ROOT_ID}
+    relative = relative_path(file, root)
+    if relative is not None:
+        return {"uri": quote(relative), "uriBaseId": ROOT_ID}
     return {"uri": _file_uri(file)}
 
 

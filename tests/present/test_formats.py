@@ -1,5 +1,5 @@
-"""The stderr formats (concise, github) and SARIF on the seed script and on a clean one, against golden
-files; what ``--output-format`` picks by default; escaping of GitHub workflow commands."""
+"""The stderr formats (concise, github), SARIF and GitLab's code quality report on the seed script and on a
+clean one, against golden files; what ``--output-format`` picks by default; escaping of GitHub workflow commands."""
 import contextlib
 import io
 import json
@@ -49,19 +49,22 @@ def normalised(text: str, *folders: tuple[Path, str]) -> str:
 
 @pytest.fixture(scope="module")
 def seed_runs(tmp_path_factory, one_torch_thread):
-    """The seed traced twice from the repository root: concise with --sarif, then github by default."""
+    """The seed traced twice from the repository root: concise with --sarif and --gitlab-codequality, then
+    github by default."""
     out = tmp_path_factory.mktemp("seed")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(ROOT)
         patch.delenv("GITHUB_ACTIONS", raising=False)
-        concise = trace("--sarif", str(out / "seed.sarif"), "--output-format", "concise", SEED)
+        concise = trace("--sarif", str(out / "seed.sarif"), "--gitlab-codequality", str(out / "seed.gl.json"),
+                        "--output-format", "concise", SEED)
         patch.setenv("GITHUB_ACTIONS", "true")
         github = trace(SEED)
-    return concise, github, json.loads((out / "seed.sarif").read_text(encoding="utf-8"))
+    codequality = json.loads((out / "seed.gl.json").read_text(encoding="utf-8"))
+    return concise, github, json.loads((out / "seed.sarif").read_text(encoding="utf-8")), codequality
 
 
 def test_seed_concise_lists_each_finding_as_path_line_col_code(seed_runs, golden):
-    (code, text), _, _ = seed_runs
+    (code, text), _, _, _ = seed_runs
     assert code == 1
     assert "reference/seed_l2c.py:188:45: GC001 [error] CNNCifar.alpha: .item() turned" in text
     assert "reference/seed_l2c.py:192:17: GC007 [error] CNNCifar.alpha: load_state_dict() copied" in text
@@ -69,7 +72,7 @@ def test_seed_concise_lists_each_finding_as_path_line_col_code(seed_runs, golden
 
 
 def test_seed_github_annotations_are_the_default_in_actions(seed_runs, golden):
-    _, (code, text), _ = seed_runs
+    _, (code, text), _, _ = seed_runs
     assert code == 1
     assert ("::error file=reference/seed_l2c.py,line=188,col=45,title=GC001 item::CNNCifar.alpha: .item() "
             "turned") in text
@@ -77,7 +80,7 @@ def test_seed_github_annotations_are_the_default_in_actions(seed_runs, golden):
 
 
 def test_seed_sarif_validates_and_names_alphas_causes_at_their_lines(seed_runs, golden, sarif_errors):
-    _, _, document = seed_runs
+    _, _, document, _ = seed_runs
     assert sarif_errors(document) == []
     (run,) = document["runs"]
     assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": ROOT.as_uri() + "/"}}
@@ -92,6 +95,15 @@ def test_seed_sarif_validates_and_names_alphas_causes_at_their_lines(seed_runs, 
     assert location == {"uri": SEED, "uriBaseId": "%SRCROOT%"}
     golden("seed.sarif.json", normalised(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
                                          (ROOT, "<ROOT>")))
+
+
+def test_seed_gitlab_code_quality_names_alphas_causes(seed_runs, golden):
+    *_, issues = seed_runs
+    alpha = [(issue["check_name"], issue["location"]) for issue in issues
+             if issue["description"].startswith("CNNCifar.alpha:") and issue["severity"] == "major"]
+    assert alpha == [("GC001", {"path": SEED, "lines": {"begin": 188}}),
+                     ("GC007", {"path": SEED, "lines": {"begin": 192}})]
+    golden("seed.codequality.json", json.dumps(issues, indent=2, ensure_ascii=False) + "\n")
 
 
 @pytest.mark.parametrize("output_format", ["full", "concise", "github"])

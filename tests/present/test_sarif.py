@@ -2,7 +2,8 @@
 import dataclasses
 import os
 
-from gradcheck_l2c.present.sarifreport import FINGERPRINT_KEY, fingerprint, repository_root, sarif_document
+from gradcheck_l2c.present.repository import fingerprint, relative_path, repository_root
+from gradcheck_l2c.present.sarifreport import FINGERPRINT_KEY, sarif_document
 from gradcheck_l2c.records import Finding, Related
 from gradcheck_l2c.rules import RULES
 
@@ -41,10 +42,10 @@ def test_related_places_become_related_locations_linked_from_the_message(sarif_e
     assert " See [where the symptom showed (train.py:41)](1), [where it was defined (\\[m\\].py:7)](2)." in (
         result["message"]["text"])
     assert result["relatedLocations"] == [
-        {"id": 1, "message": {"text": "symptom"}, "physicalLocation": {
+        {"id": 1, "message": {"text": "where the symptom showed"}, "physicalLocation": {
             "artifactLocation": {"uri": "train.py", "uriBaseId": "%SRCROOT%"},
             "region": {"startLine": 41, "snippet": {"text": "print(alpha.grad)"}}}},
-        {"id": 2, "message": {"text": "defined"}, "physicalLocation": {
+        {"id": 2, "message": {"text": "where it was defined"}, "physicalLocation": {
             "artifactLocation": {"uri": "file:///lib/%5Bm%5D.py"}, "region": {"startLine": 7}}},
     ]
 
@@ -85,3 +86,6 @@ def test_repository_root_is_the_nearest_folder_with_git(tmp_path):
     (tmp_path / "repo" / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
     assert repository_root(str(tmp_path / "repo" / "a" / "b")) == str(tmp_path / "repo")
     assert repository_root(os.path.abspath(os.sep)) in (None, os.path.abspath(os.sep))
+    assert relative_path(str(tmp_path / "repo" / "a" / "x y.py"), str(tmp_path / "repo")) == "a/x y.py"
+    assert relative_path(str(tmp_path / "x.py"), str(tmp_path / "repo")) is None
+    assert relative_path(str(tmp_path / "x.py"), None) is None

@@ -28,6 +28,7 @@ demo: setup
 
 bench: setup
 	$(PY) benchmarks/l2c_quality.py
+	$(PY) benchmarks/l2c_scale.py
 	$(PY) benchmarks/trace_overhead.py
 	$(PY) benchmarks/render_scale.py
 

@@ -136,6 +136,7 @@ class L2CResult:
     clusters: tuple[int, ...] | None
     seconds_per_round: float  # mean of round_seconds
     round_seconds: list[float] = field(default_factory=list)  # wall time of each round (rank 0's under torchrun)
+    round_cpu_seconds: list[float] = field(default_factory=list)  # CPU time of this process in each round
     processes: int = 1
     backend: str | None = None  # torch.distributed backend (None for one process)
     local_step: str = "loop"  # the local-SGD path that ran
@@ -185,6 +186,7 @@ class L2CResult:
             "bytes_per_round": self.bytes_per_round(),
             "seconds_per_round": self.seconds_per_round,
             "round_seconds": self.round_seconds,
+            "round_cpu_seconds": self.round_cpu_seconds,
             "clusters": list(self.clusters) if self.clusters is not None else None,
             "mixing_matrix": self.mixing.tolist(),
         }
@@ -366,10 +368,11 @@ def run_l2c(
     traffic: list[Traffic] = []
     removed: list[tuple[int, int]] = []
     round_seconds: list[float] = []
+    round_cpu_seconds: list[float] = []
 
     with _deterministic_cudnn():
         for t in tqdm(range(config.rounds), desc=config.algo, disable=not config.progress, leave=False):
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             if path == "vmap":
                 half = local_step.vmap_chunks(model, layout, theta, nodes, generators, config.local_epochs,
                                               config.lr, config.batch_size, steps, config.vmap_chunk)
@@ -412,6 +415,7 @@ def run_l2c(
                 hood = _Neighbourhoods(adjacency, plan, own)
 
             round_seconds.append(time.perf_counter() - started)
+            round_cpu_seconds.append(time.process_time() - started_cpu)
             shares.append(same_cluster_share(mixing, data.clusters))
             line = f"round {t + 1}/{config.rounds} [{config.algo}]: mean test accuracy {accuracies[t].mean():.1%}"
             if data.clusters is not None and not math.isnan(shares[-1]):
@@ -438,6 +442,7 @@ def run_l2c(
         clusters=data.clusters,
         seconds_per_round=sum(round_seconds) / max(1, len(round_seconds)),
         round_seconds=round_seconds,
+        round_cpu_seconds=round_cpu_seconds,
         processes=group.world,
         backend=group.backend,
         local_step=path,

@@ -123,3 +123,14 @@ def test_traced_under_torchrun_is_silent_and_alpha_learns_on_every_rank(tmp_path
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["processes"] == 2 and len(summary["removed_edges"]) == 4
     assert all(norm > 0 for norms in summary["alpha_grad_norms"] for norm in norms)  # nodes 0-1 and 2-3
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_baselines_receive_only_what_their_fixed_weights_use():
+    from reference.data import synthetic
+
+    data = synthetic(4, clusters=2, train=16, val=8, test=16, seed=3)
+    row = 62006 * 4
+    for algo, rows in (("local", 0), ("oracle", 4), ("uniform", 12)):
+        result = run_l2c(L2CConfig(nodes=4, rounds=1, local_epochs=1, algo=algo, device="cpu"), data)
+        assert result.bytes_per_round()["one_node_per_machine"] == {"first_round": rows * row, "last_round": rows * row}

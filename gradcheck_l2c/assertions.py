@@ -18,6 +18,7 @@ import torch
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.present.textreport import display_path
 from gradcheck_l2c.record.graph import iter_nodes
+from gradcheck_l2c.record.locations import user_site
 from gradcheck_l2c.records import FAIL_ON, Finding, fails
 from gradcheck_l2c.tracer import DISABLE_VARIABLE, Trace, active_trace, trace
 
@@ -53,8 +54,13 @@ def assert_grad_reaches(
     when a trace is running, otherwise with where its path to the loss ends.
     """
     __tracebackhide__ = True
-    _check_loss(loss)
+    if not isinstance(loss, torch.Tensor):
+        raise TypeError(f"assert_grad_reaches: loss must be a torch.Tensor, got {type(loss).__name__}")
     checked = _exclude(_targets(targets, sys._getframe(1)), exclude)
+    t = active_trace()
+    if t is not None:  # the user asked for these gradients here: the trace judges them as expected
+        t.expect([target.tensor for target in checked], user_site(1))
+    _check_grad_fn(loss)
     problems = _problems(loss, checked, allow_zero)
     if problems:
         raise AssertionError(_message(problems, len(checked)))
@@ -66,8 +72,17 @@ def assert_grad_flows(step_fn: Callable[..., Any], *args: Any, watch: Any = None
     Returns the finished :class:`Trace` so a test can look further (``t.watched``, ``t.graphs``).
     """
     __tracebackhide__ = True
+    failure: RuntimeError | None = None
     with trace(watch=watch) as t:
-        step_fn(*args, **kwargs)
+        try:
+            step_fn(*args, **kwargs)
+        except RuntimeError as error:  # a backward that PyTorch refused: the trace knows why
+            failure = error
+    if failure is not None:
+        if fails(t.findings, "error"):
+            raise AssertionError(f"{_callable_name(step_fn)} raised {type(failure).__name__}: {failure}\n"
+                                 f"{t.report()}") from failure
+        raise failure
     assert_trace_clean(t)
     if t.backward_count == 0 and not _tracing_disabled():
         raise AssertionError(
@@ -100,14 +115,22 @@ def check_fail_on(fail_on: object) -> None:
         raise ValueError(f"fail_on={fail_on!r} is not one of {choices}")
 
 
-def _check_loss(loss: object) -> None:
-    if not isinstance(loss, torch.Tensor):
-        raise TypeError(f"assert_grad_reaches: loss must be a torch.Tensor, got {type(loss).__name__}")
+def _check_grad_fn(loss: torch.Tensor) -> None:
+    """A loss without ``grad_fn`` reaches nothing: say which cuts made it so, when a trace knows."""
+    __tracebackhide__ = True
     if loss.grad_fn is None:
-        raise TypeError(
-            "assert_grad_reaches: loss has no grad_fn, so autograd recorded nothing that led to it "
-            "(was it computed under torch.no_grad(), from .detach()ed tensors, or from .item() "
-            "values?). Pass the tensor your training step calls .backward() on."
+        t = active_trace()
+        cuts = t.cuts_of(loss) if t is not None else []
+        if cuts:
+            lines = ["loss has no grad_fn, so no gradient reaches anything: its values were cut off the "
+                     "autograd graph here:"]
+            for finding in cuts:
+                lines.extend(_finding_lines(finding))
+            raise AssertionError("\n".join(lines))
+        hint = ("the trace saw no cut on its way" if t is not None else _NO_TRACE_HINT)
+        raise AssertionError(
+            "loss has no grad_fn, so no gradient reaches anything (computed under torch.no_grad(), from "
+            f".detach()ed tensors, or from .item() values?). {hint}"
         )
 
 

@@ -191,6 +191,27 @@ class Trace:
             return []
         return [f for f in verdict.findings if f.tensor == watched.name]
 
+    def expect(self, tensors: list[torch.Tensor], site: Any) -> None:
+        """User code asserts at ``site`` that these tensors get gradients: they are judged as meant to
+        learn, and ``site`` is where a missing gradient showed."""
+        if self._state is None:
+            return
+        for tensor in tensors:
+            watched = self._state.registry.get(tensor)
+            if watched is not None:
+                watched.explicit = True
+                watched.grad_read = watched.grad_read or site
+
+    def cuts_of(self, value: Any) -> list[Finding]:
+        """Why ``value`` has no autograd history (a loss without ``grad_fn``, a number from ``.item()``):
+        the cuts its values went through, as findings; empty when the trace saw none."""
+        from gradcheck_l2c.judge.run import value_cuts
+
+        if self._state is None:
+            return []
+        with torch._C.DisableTorchFunction():
+            return value_cuts(self._state, value)
+
     def report(self, *, color: bool = False, max_findings: int | None = None, verbose: bool = False) -> str:
         """The human report: a summary line, then each missing gradient's causes with file:line and fix."""
         from gradcheck_l2c.present.textreport import format_report

@@ -41,7 +41,7 @@ class Run:
     def optimized_param(self, watched: Watched) -> bool:
         """The tensor sits in an optimizer: someone meant it to learn."""
         tensor = watched.tensor
-        return tensor is not None and id(tensor) in self.optimized
+        return watched.optimized or (tensor is not None and id(tensor) in self.optimized)
 
     def wants(self, *names: str) -> bool:
         """Whether a finding about these names passes the user's watch patterns."""
@@ -134,6 +134,17 @@ def judge(state: TraceState) -> Verdict:
     findings = _unique(run.findings)
     findings = apply_suppressions(findings, touched_files(state, findings))
     return Verdict(findings, watched, [g for g in graphs if g is not None], unmatched, names)
+
+
+def value_cuts(state: TraceState, value: Any) -> list[Finding]:
+    """Why ``value`` (a tensor without ``grad_fn``, a number) has no autograd history: the cuts its
+    values went through, in the order they flowed, as findings about the tensors they came from."""
+    taint = state.taints.get(value)
+    if taint is None:
+        return []
+    state.registry.resolve_names()
+    run = Run(state, {w.key for w in state.registry.all})
+    return _unique([run.cut_finding(e, run.name(key)) for key, chain in taint.chains.items() for e in chain])
 
 
 def _trainable(watched: Watched) -> bool:

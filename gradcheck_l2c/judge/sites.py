@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.state import TraceState
 
 
@@ -13,6 +14,17 @@ def node_site(node: Any) -> str | None:
     """The user line that created an autograd node, when the tracer recorded it."""
     site = node.metadata.get("gradcheck_site") if node is not None else None
     return f"{os.path.basename(site[0])}:{site[1]}" if site else None
+
+
+def made_at(node: Any, limit: int = 64) -> Site | None:
+    """The user line that made ``node``, or else the nearest node behind it whose line is known."""
+    for seen, child in enumerate(graph.iter_nodes([node], graph.SAFE_WALK)):
+        site = child.metadata.get("gradcheck_site")
+        if site:
+            return Site(*site)
+        if seen >= limit:
+            break
+    return None
 
 
 def leaf_names(state: TraceState, node: Any) -> list[str]:

@@ -32,6 +32,7 @@ class Interceptor(TorchFunctionMode):
         super().__init__()
         self.state = state
         self.handlers: dict[Any, Callable[..., Any]] = _handlers(self)
+        self.user_leaves = state.registry.user_leaves
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -58,8 +59,10 @@ class Interceptor(TorchFunctionMode):
                 # float results without grad are fresh tensors (zeros_like) or had no history anyway
                 if not out.is_floating_point() and _requires_grad_in(args, kwargs):
                     self.non_differentiable(func, args, kwargs, [out])
-            elif state.record_sites and out.grad_fn is not None:
-                _remember_site(out, state.module_path)
+            elif state.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):
+                # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
+                if out.grad_fn is not None:
+                    _remember_site(out, state.module_path)
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:
                 state.watch_leaf(out, user_site(1), user_leaf=True)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 from torch.nn.modules import module as module_hooks
-from torch.optim.optimizer import register_optimizer_step_pre_hook
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradcheck_l2c.record.locations import (
     OWN,
@@ -29,7 +29,7 @@ from gradcheck_l2c.record.locations import (
     user_frame,
     user_site,
 )
-from gradcheck_l2c.record.state import OptimizerRecord, TraceState
+from gradcheck_l2c.record.state import StepWrite, TraceState
 
 
 class Patches:
@@ -41,6 +41,7 @@ class Patches:
         self._parents: list[nn.Module] = []  # the modules whose forward is running, outermost first
         self._child_names: dict[tuple[int, int], str] = {}  # (id(parent), id(child)) -> attribute
         self._last_step: dict[int, int] = {}  # id(optimizer) -> backward calls seen at its last step
+        self._versions: dict[int, tuple[Any, list[tuple[Any, int]]]] = {}  # id(optimizer) -> site, versions
 
     def install(self) -> None:
         for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
@@ -50,6 +51,7 @@ class Patches:
             self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
             self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
         self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
+        self._undo.append(register_optimizer_step_post_hook(self._after_step).remove)
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
         self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
@@ -134,11 +136,14 @@ class Patches:
         """``step()`` with no gradient at all although backward ran since the last step: they were
         erased in between (``zero_grad()`` after ``backward()``)."""
         state = self.state
+        site = user_site(1)
+        state.optimizer_record(optimizer, site)
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        self._versions[id(optimizer)] = (site, [(p, p._version) for p in params])
         since = self._last_step.get(id(optimizer), 0)
         self._last_step[id(optimizer)] = state.backward_count
         if state.backward_count == since:
             return
-        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
         if not params or params[0].grad is not None or any(p.grad is not None for p in params):
             return
         watched = [w for w in map(state.registry.get, params) if w is not None]
@@ -147,6 +152,15 @@ class Patches:
         key = state.registry.key_of(params[0])
         state.events.record("optimizer", -1 if key is None else key, user_site(1), "erased",
                             optimizer=type(optimizer).__name__, size=len(params))
+
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """Remember which parameters this ``step()`` changed in place, and to which version: a later
+        backward that still needs their old values fails naming that version."""
+        site, versions = self._versions.pop(id(optimizer), (None, []))
+        writes, ref, name = self.state.step_writes, weakref.ref(optimizer), type(optimizer).__name__
+        for param, version in versions:
+            if param._version != version:
+                writes.append(StepWrite(site, ref, name, tuple(param.shape), param._version))
 
     def _function_apply(self, original: Any) -> Callable[..., Any]:
         state = self.state
@@ -165,17 +179,14 @@ class Patches:
 
         def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
             original(optimizer, *args, **kwargs)
-            params = [p for group in optimizer.param_groups for p in group["params"]]
-            record = OptimizerRecord(type(optimizer).__name__, user_site(1), [weakref.ref(p) for p in params],
-                                     weakref.ref(optimizer))
-            for other in state.optimizers:
-                if other.optimizer() is None:
-                    continue
-                for param in params:
+            others = [other for other in state.optimizers if other.optimizer() is not None]
+            record = state.optimizer_record(optimizer, user_site(1))
+            for other in others:
+                for ref in record.params:
+                    param = ref()
                     key = state.registry.key_of(param)
                     if key is not None and other.holds(param):
                         state.events.record("optimizer", key, record.site, record.name, first=other.name)
-            state.optimizers.append(record)
 
         return init
 

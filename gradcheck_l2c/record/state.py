@@ -38,15 +38,30 @@ class Snapshot:
 
 @dataclass
 class OptimizerRecord:
-    """An optimizer built during the trace: its class, where, and which tensors it was given."""
+    """An optimizer used during the trace: its class, where it was built (or first stepped, when it
+    was built before the trace), which tensors it was given and the watched keys among them."""
 
     name: str
     site: Site | None
     params: list[weakref.ref]
     optimizer: weakref.ref
+    keys: set[int] = field(default_factory=set)
 
     def holds(self, tensor: Tensor) -> bool:
         return any(ref() is tensor for ref in self.params)
+
+
+@dataclass(frozen=True)
+class StepWrite:
+    """An ``optimizer.step()`` changed a parameter in place: where, which optimizer, the parameter's
+    shape and the version it left it at (what a later backward's "modified by an inplace operation"
+    error names)."""
+
+    site: Site | None
+    optimizer: weakref.ref
+    name: str
+    shape: tuple[int, ...]
+    version: int
 
 
 @dataclass
@@ -78,6 +93,7 @@ class TraceState:
     snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
     optimizers: list[OptimizerRecord] = field(default_factory=list)
     inplace_log: deque = field(default_factory=lambda: deque(maxlen=256))
+    step_writes: deque = field(default_factory=lambda: deque(maxlen=1024))  # StepWrite, latest last
     graphs: list[PendingGraph] = field(default_factory=list)
     graph_signatures: set[int] = field(default_factory=set)
     pid: int = field(default_factory=os.getpid)
@@ -100,7 +116,9 @@ class TraceState:
         if not (tensor.requires_grad and tensor.is_leaf):
             return
         watched = self.registry.add(tensor, site, owner=owner, explicit=explicit)
-        watched.user_leaf = watched.user_leaf or user_leaf
+        if user_leaf and not watched.user_leaf:
+            watched.user_leaf = True
+            self.registry.user_leaves[id(tensor)] = watched.key
         if watched.hook is None:
             watched.born = self.backward_count
             reached = self.reached_now
@@ -346,6 +364,25 @@ class TraceState:
             missing.setdefault(key, []).append(chain)
         if missing:
             self._capture(roots, missing)
+
+    def optimizer_record(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
+        """The record of ``optimizer``, made now if it was built before the trace; its watched
+        parameters are marked as meant to learn (this outlives them)."""
+        for record in self.optimizers:
+            if record.optimizer() is optimizer:
+                break
+        else:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
+                                     weakref.ref(optimizer))
+            self.optimizers.append(record)
+        get = self.registry.get
+        for ref in record.params:
+            watched = get(ref())
+            if watched is not None:
+                watched.optimized = True
+                record.keys.add(watched.key)
+        return record
 
     def _check_optimized(self, watched: Any) -> None:
         """A parameter's first gradient: is any optimizer going to use it? (Checked now, while it lives.)"""

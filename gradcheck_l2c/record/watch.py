@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from gradcheck_l2c.errors import UsageError
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.locations import USER, Site, frame_kind
 
 
 @dataclass(eq=False)
@@ -40,6 +40,9 @@ class Watched:
     zero_checks: int = 0
     grad_read: Site | None = None  # user code read .grad and found None or zeros
     born: int = 0  # backward calls seen before it was watched
+    optimized: bool = False  # an optimizer held it (at its construction or at a step())
+    siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
+    forwards: tuple[Site | None, Site | None] = (None, None)  # forward of that module, and of its parent
     last_reached: int = 0  # the backward call (1-based) that last gave it a gradient
     hook: Any = None
 
@@ -107,6 +110,8 @@ class WatchRegistry:
         self.all: list[Watched] = []
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
         self.created: dict[int, tuple[weakref.ref, Site | None]] = {}  # Parameter creation sites
+        # id -> key of the leaves user code asked gradients for: ops taking one first remember their line
+        self.user_leaves: dict[int, int] = {}
 
     def key_of(self, tensor: Any) -> int | None:
         watched = self.by_id.get(id(tensor))
@@ -132,10 +137,14 @@ class WatchRegistry:
         by_id = self.by_id
         ident = id(tensor)
 
+        user_leaves = self.user_leaves
+
         def forget(_: Any, ident: int = ident, key: int = key) -> None:
             current = by_id.get(ident)
             if current is not None and current.key == key:
                 del by_id[ident]
+            if user_leaves.get(ident) == key:
+                del user_leaves[ident]
 
         watched = Watched(
             key=key,
@@ -183,6 +192,9 @@ class WatchRegistry:
                 names.extend([f"{root}.{qualname}", qualname])
                 if variable:
                     names.append(f"{variable}.{qualname}")
+        for module, _ in live:
+            if id(module) not in inner:
+                self._note_structure(module)
         for watched in self.all:
             tensor = watched.ref()
             names = qualified.get(id(tensor), []) if tensor is not None else []
@@ -192,6 +204,20 @@ class WatchRegistry:
                 watched.name = self._fallback_name(watched)
             variable = [watched.variable] if watched.variable else []
             watched.aliases = tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable]))
+
+    def _note_structure(self, root: nn.Module) -> None:
+        """Remember, for each watched parameter of ``root``'s tree, the parameters of its module's tree (one
+        getting a gradient shows that forward ran) and where the forward of its module and of that module's
+        parent start: judged later, maybe after the model is gone."""
+        modules = dict(root.named_modules())
+        for prefix, module in modules.items():
+            params = [self.get(p) for p in module.parameters(recurse=False)]
+            keys = tuple(w.key for w in map(self.get, module.parameters()) if w is not None)
+            parent = modules.get(prefix.rpartition(".")[0]) if prefix else None
+            forwards = (forward_site(module), forward_site(parent) if parent is not None else None)
+            for watched in params:
+                if watched is not None:
+                    watched.siblings, watched.forwards = keys, forwards
 
     @staticmethod
     def _fallback_name(watched: Watched) -> str:
@@ -203,6 +229,14 @@ class WatchRegistry:
         if watched.site is not None:
             return f"{os.path.basename(watched.site.file)}:{watched.site.line}"
         return f"tensor#{watched.key}"
+
+
+def forward_site(module: nn.Module) -> Site | None:
+    """Where the ``forward`` of a module class the user wrote starts (None for torch's own modules)."""
+    code = getattr(getattr(type(module), "forward", None), "__code__", None)
+    if code is None or frame_kind(code.co_filename) != USER:
+        return None
+    return Site(os.path.abspath(code.co_filename), code.co_firstlineno)
 
 
 def name_variables(registry: WatchRegistry, variables: dict[str, Any], limit: int = 64) -> None:

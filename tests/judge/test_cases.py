@@ -27,31 +27,14 @@ CASES: list[dict[str, Any]] = json.loads((CASES_DIR / "expected.json").read_text
 KNOWN_MISSES: dict[str, str] = {
     "f1_nonparam_attr_grad_read": "a plain tensor attribute without requires_grad is not noticed",
     "f1_nonparam_attr_in_optimizer": "a plain tensor attribute without requires_grad is not noticed",
-    "f2_non_leaf_normalize": "non_leaf_watched is reported at the .grad read, not where the name was bound",
-    "f2_non_leaf_param_rebind": "non_leaf_watched is reported at the .grad read, not where the name was bound",
-    "f2_non_leaf_to_double": "non_leaf_watched is reported at the .grad read, not where the name was bound",
-    "f2_optimizer_param_added_late": "optimizer: reported at the parameter, not at the optimizer's line",
-    "f2_optimizer_partial_list": "optimizer: reported at the parameter, not at the optimizer's line",
-    "f2_state_dict_alias_best": "state_dict_alias: reported at the read, not at the snapshot",
-    "f2_state_dict_copy_shallow": "state_dict_alias: reported at the read, not at the snapshot",
-    "f2_unused_parameter_attr": "unused_parameter: the owner's forward is not given as related",
-    "f2_unused_submodule": "unused_parameter: the owner's forward is not given as related",
-    "f3_gan_step_between_backwards": "an optimizer.step() between two backwards is not named",
-    "f3_repeated_step_same_graph": "an optimizer.step() between two backwards is not named",
-    "f3_sgd_foreach_step": "an optimizer.step() between two backwards is not named",
-    "f3_vae_step_before_disc": "an optimizer.step() between two backwards is not named",
-    "f3_sigmoid_output_inplace": "inplace_saved: the failing backward is not given as related",
-    "f3_slice_assign_alias": "a slice assignment into an alias of a saved tensor is not matched",
-    "f5_model_in_function_unused": "whether a freed parameter sat in an optimizer is lost with it",
     "f5_pretrace_detach": "modules and optimizers made before the trace are not watched",
     "f5_pretrace_item": "modules and optimizers made before the trace are not watched",
     "f5_pretrace_unused_submodule": "modules and optimizers made before the trace are not watched",
-    "f6_assert_flows_detach": "assert_grad_flows lets the backward's RuntimeError through",
-    "f6_assert_reaches_item": "assert_grad_reaches raises TypeError on a loss without grad_fn",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
     "f1_autograd_grad_raises": "gradients returned by torch.autograd.grad are not counted as arrivals (issue 11)",
+    "f6_assert_reaches_item": "gradients returned by torch.autograd.grad are not counted as arrivals (issue 11)",
 }
 
 

@@ -366,8 +366,8 @@ def test_non_leaf_watched_names_the_conversion(snippet):
     """))
     t = script.run()
     found = [f for f in t.findings if f.kind == "non_leaf_watched"]
-    assert [(f.tensor, f.line) for f in found] == [("w", script.line("read"))]
-    assert f"{script.path.name}:{script.line('made')}" in found[0].message
+    assert [(f.tensor, f.line) for f in found] == [("w", script.line("made"))]
+    assert [(r.role, r.line) for r in found[0].related] == [("symptom", script.line("read"))]
 
 
 def test_inplace_saved_error_is_enriched_with_both_lines(snippet):
@@ -388,13 +388,14 @@ def test_state_dict_alias_and_a_real_copy(snippet):
     buggy = snippet(program("""
     model = nn.Linear(4, 3)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    before = model.state_dict().copy()
+    before = model.state_dict().copy()  # <- alias
     F.cross_entropy(model(x), y).backward()
     optimizer.step()
-    change = {k: model.state_dict()[k] - before[k] for k in before}  # <- alias
+    change = {k: model.state_dict()[k] - before[k] for k in before}  # <- read
     """))
     t = buggy.run()
     assert [(f.kind, f.line) for f in t.findings] == [("state_dict_alias", buggy.line("alias"))]
+    assert [(r.role, r.line) for r in t.findings[0].related] == [("symptom", buggy.line("read"))]
     fixed = snippet(program("""
     model = nn.Linear(4, 3)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -564,15 +565,17 @@ def test_custom_function_that_drops_a_gradient(snippet):
 def test_parameter_replaced_after_the_optimizer_was_built(snippet):
     script = snippet(program("""
     model = nn.Linear(4, 3)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # <- built
     for epoch in range(2):
         optimizer.zero_grad()
         F.cross_entropy(model(x), y).backward()
         optimizer.step()
         model.weight = nn.Parameter(model.weight * 0.5)  # <- replaced
     """))
-    found = [(f.kind, f.tensor, f.line, f.severity) for f in script.run().findings]
-    assert found == [("optimizer", "Linear.weight", script.line("replaced"), "warning")]
+    findings = script.run().findings
+    found = [(f.kind, f.tensor, f.line, f.severity) for f in findings]
+    assert found == [("optimizer", "Linear.weight", script.line("built"), "warning")]
+    assert [(r.role, r.line) for r in findings[0].related] == [("defined", script.line("replaced"))]
 
 
 def test_zero_grad_between_backward_and_step(snippet):

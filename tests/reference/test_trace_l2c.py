@@ -39,8 +39,10 @@ def test_seed_other_bugs(seed_trace):
     found = {(f.kind, f.tensor, f.line) for f in seed_trace.findings}
     assert ("non_parameter_tensor", "CNNCifar.w", line_of("self.w = torch.randn")) in found
     assert ("optimizer", "CNNCifar.alpha", line_of("l2c_optimizer = optim.Adam")) in found
-    alias_lines = {line for kind, _, line in found if kind == "state_dict_alias"}
-    assert line_of("delta_theta[i][name] = theta[i][name] - theta_half[i][name]") in alias_lines
+    alias = [f for f in seed_trace.findings if f.kind == "state_dict_alias"]
+    assert [f.line for f in alias] == [line_of("    theta = [model.state_dict().copy()")]
+    assert [(r.role, r.line) for r in alias[0].related] == [
+        ("symptom", line_of("delta_theta[i][name] = theta[i][name] - theta_half[i][name]"))]
 
 
 def test_seed_findings_point_into_the_seed(seed_trace):

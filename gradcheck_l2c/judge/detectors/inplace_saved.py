@@ -10,6 +10,7 @@ import re
 
 from gradcheck_l2c.judge.sites import node_site
 from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.locations import user_frame, user_site
 from gradcheck_l2c.records import Finding
 
 KIND = "inplace_saved"
@@ -26,21 +27,58 @@ def explain(state, text: str, roots) -> str | None:
         return None
     shape = tuple(int(s) for s in match["shape"].replace(" ", "").split(",") if s)
     version = int(match["version"])
-    write = None
-    for site, op, written_shape, _, written_version in reversed(state.inplace_log):
-        if written_shape == shape and written_version == version:
-            write = (site, op)
-            break
     saver = _saver(roots)
     saver_name = type(saver).__name__ if saver is not None else "an operation"
     saver_site = node_site(saver)
     saved_at = f" at {saver_site}" if saver_site else ""
+    symptom = user_site(2)
+    step = _step_write(state, shape, version)
+    if step is not None:
+        optimizer = _optimizer_name(step)
+        state.events.record(KIND, -1, step.site, f"{optimizer}.step()", saver=saver_name, saver_site=saver_site,
+                            symptom=symptom, optimizer=step.name)
+        return (f"gradcheck-l2c: {saver_name}{saved_at} saved a parameter for backward; `{optimizer}.step()` "
+                f"({step.name}) at {step.site} then updated it in place, before this backward.")
+    write = _write(state, shape, version)
     if write is None:
         return f"gradcheck-l2c: the tensor was saved by {saver_name}{saved_at}; its in-place write was not seen."
     site, op = write
-    state.events.record(KIND, -1, site, op, saver=saver_name, saver_site=saver_site)
+    state.events.record(KIND, -1, site, op, saver=saver_name, saver_site=saver_site, symptom=symptom)
     return (f"gradcheck-l2c: {saver_name}{saved_at} saved this tensor for backward; "
             f"`{op}` at {site} then changed it in place.")
+
+
+def _write(state, shape: tuple[int, ...], version: int):
+    """The latest in-place write in grad mode that left a tensor of this shape at this version; else
+    the latest at this version (a write into the tensor a saved view belongs to, `out[:, :2] = ...`)."""
+    fallback = None
+    for site, op, written_shape, _, written_version in reversed(state.inplace_log):
+        if written_version == version:
+            if written_shape == shape:
+                return site, op
+            fallback = fallback or (site, op)
+    return fallback
+
+
+def _step_write(state, shape: tuple[int, ...], version: int):
+    """The latest ``optimizer.step()`` that left a parameter of this shape (or its transpose, which
+    linear layers save) at this version."""
+    for write in reversed(state.step_writes):
+        if write.version == version and write.shape in (shape, shape[::-1]):
+            return write
+    return None
+
+
+def _optimizer_name(write) -> str:
+    """The variable the user's code holds the optimizer in (``opt_D``), else its class."""
+    optimizer = write.optimizer()
+    frame = user_frame(3)
+    while optimizer is not None and frame is not None:
+        for name, value in frame.f_locals.items():
+            if value is optimizer and name != "self":
+                return name
+        frame = frame.f_back
+    return write.name
 
 
 def scan(run) -> list[Finding]:
@@ -61,14 +99,20 @@ def scan(run) -> list[Finding]:
         saver = event.extra.get("saver", "an operation")
         saver_site = event.extra.get("saver_site")
         saved_at = f" (at {saver_site})" if saver_site else ""
-        found.append(run.finding(
-            KIND, "error", saver, event.site,
-            f"`{event.detail}` changed in place a tensor that {saver}{saved_at} had saved for backward, "
-            "so backward failed.",
-            "use the out-of-place form (x = x + y instead of x += y; relu(inplace=False)), or .clone() "
-            "the tensor before changing it.",
-            event.count,
-        ))
+        symptom = event.extra.get("symptom")
+        if "optimizer" in event.extra:
+            message = (f"`{event.detail}` ({event.extra['optimizer']}) updated parameters in place that "
+                       f"{saver}{saved_at} had saved for a backward still to come (at {symptom}), so that "
+                       "backward failed.")
+            fix = (f"call {event.detail} after every backward that uses the old weights (all backward() "
+                   "calls first, then the steps), or recompute the forward pass after the step.")
+        else:
+            message = (f"`{event.detail}` changed in place a tensor that {saver}{saved_at} had saved for "
+                       "backward, so backward failed.")
+            fix = ("use the out-of-place form (x = x + y instead of x += y; relu(inplace=False)), or .clone() "
+                   "the tensor before changing it.")
+        found.append(run.finding(KIND, "error", saver, event.site, message, fix, event.count,
+                                 related={"symptom": symptom}))
     return found
 
 

@@ -30,17 +30,20 @@ def scan(run) -> list[Finding]:
             continue
         name = run.name(event.key)
         if event.detail == "none":
-            tensor = state.registry.all[event.key].tensor
-            if tensor is not None and any(record.holds(tensor) for record in state.optimizers):
+            watched = state.registry.all[event.key]
+            tensor = watched.tensor
+            if watched.optimized or (tensor is not None and any(r.holds(tensor) for r in state.optimizers)):
                 continue  # an optimizer built later took it
+            record = _meant_for(run, name)
+            built = f": the {record.name} built here holds its neighbours but not it" if record else ""
             found.append(run.finding(
-                KIND, "warning", name, event.site,
-                f"{name} gets gradients but is in no optimizer, so it never changes (a parameter made after "
-                "the optimizer, or left out of its list).",
-                "build the optimizer after the model is complete, or add it with "
+                KIND, "warning", name, record.site if record else event.site,
+                f"{name} gets gradients but is in no optimizer, so it never changes{built} (a parameter made "
+                "after the optimizer, or left out of its list).",
+                "build the optimizer after the model is complete, from model.parameters(), or add it with "
                 "optimizer.add_param_group({'params': [param]}); freeze it with requires_grad_(False) "
                 "if it should not learn.",
-                event.count,
+                event.count, related={"defined": event.site},
             ))
             continue
         attr = name.split(".", 1)[-1]
@@ -53,3 +56,16 @@ def scan(run) -> list[Finding]:
             event.count,
         ))
     return found
+
+
+def _meant_for(run, name: str):
+    """The optimizer that should hold the parameter ``name``: the only one, or the one holding other
+    parameters of the same model."""
+    records = [r for r in run.state.optimizers if r.site is not None]
+    if len(records) == 1:
+        return records[0]
+    model = name.split(".", 1)[0]
+    for record in records:
+        if any(run.name(key).split(".", 1)[0] == model for key in record.keys):
+            return record
+    return None

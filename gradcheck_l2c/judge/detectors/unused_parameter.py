@@ -38,24 +38,27 @@ def scan(run) -> list[Finding]:
             continue  # its values were cut on the way: those cuts are the findings
         fix = ("use it in the computation of the loss, or set requires_grad_(False) on it if it is not meant "
                "to learn.")
-        if watched.is_parameter and owner is not None:
-            where = (f"; no parameter of {type(owner).__name__} got a gradient, so its forward was never called "
-                     "or its output was not used") if not _siblings_learn(run, owner) else (
-                f"; {type(owner).__name__}.forward does not use it")
+        used = None
+        if watched.is_parameter and watched.owner is not None:
+            module = watched.owner[2]
+            own_forward, parent_forward = watched.forwards
+            if _siblings_learn(run, watched):
+                where, used = f"; {module}.forward does not use it", own_forward
+            else:
+                where = (f"; no parameter of {module} got a gradient, so its forward was never called "
+                         "or its output was not used")
+                used = parent_forward
         else:
             where = ""
         found.append(run.finding(
             KIND, "error" if expected else "warning", watched.name, site,
             f"{watched.name} never took part in computing a loss{where}.",
-            fix,
+            fix, related={"used": used},
         ))
     return found
 
 
-def _siblings_learn(run, owner) -> bool:
+def _siblings_learn(run, watched) -> bool:
+    """Whether another parameter of its module (or of a submodule) got a gradient: that forward ran."""
     registry = run.state.registry
-    for param in owner.parameters(recurse=False):
-        watched = registry.get(param)
-        if watched is not None and watched.ever_grad:
-            return True
-    return False
+    return any(registry.all[key].ever_grad for key in watched.siblings if key != watched.key)

@@ -5,7 +5,7 @@ from torch import nn
 
 torch.manual_seed(0)
 model = nn.Linear(4, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
+opt = torch.optim.SGD(model.parameters(), lr=1.0)
 x, y = torch.randn(32, 4), torch.randn(32, 1)
 best_loss, best_state = float("inf"), None
 for epoch in range(4):

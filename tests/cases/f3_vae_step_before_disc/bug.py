@@ -5,7 +5,7 @@ from torch import nn
 import torch.nn.functional as F
 
 torch.manual_seed(0)
-encoder = nn.Linear(10, 4)
+encoder = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 4))
 decoder = nn.Linear(4, 10)
 disc = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 2))
 optim_vae = torch.optim.Adam([*encoder.parameters(), *decoder.parameters()], lr=1e-3)

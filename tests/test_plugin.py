@@ -330,3 +330,50 @@ def test_the_seeds_loop_fails_with_its_cuts_and_the_corrected_step_passes(pytest
             "     fix: evaluate the model at the computed weights with torch.func.functional_call*",
         ]
     )
+
+
+def test_models_from_fixtures_are_judged_in_every_form(pytester):
+    """Model and optimizer come from a fixture, built before the trace starts: a .detach() in the
+    step still fails the marker, the fixture and --gradcheck, naming its line."""
+    pytester.makepyfile(
+        test_fixture_model="""
+        import pytest
+        import torch
+        from torch import nn
+
+
+        @pytest.fixture
+        def trained():
+            torch.manual_seed(0)
+            model = nn.ModuleDict({"enc": nn.Linear(4, 8), "head": nn.Linear(8, 3)})
+            return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+        def step(model, optimizer):
+            x, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
+            feats = torch.relu(model["enc"](x)).detach()  # <- detach
+            loss = nn.functional.cross_entropy(model["head"](feats), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+        @pytest.mark.gradcheck
+        def test_marker(trained):
+            step(*trained)
+
+
+        def test_fixture(trained, gradcheck):
+            with gradcheck():
+                step(*trained)
+
+
+        def test_option(trained):
+            step(*trained)
+        """
+    )
+    text = (pytester.path / "test_fixture_model.py").read_text()
+    (line,) = [n for n, source in enumerate(text.splitlines(), 1) if source.endswith("# <- detach")]
+    result = pytester.runpytest_subprocess("-rN", "--gradcheck")
+    result.assert_outcomes(failed=3)
+    assert result.stdout.str().count(f"test_fixture_model.py:{line}: error: detach") >= 3

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 from torch.nn.modules import module as module_hooks
-from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from gradcheck_l2c.record.locations import (
     OWN,
@@ -29,7 +29,7 @@ from gradcheck_l2c.record.locations import (
     user_frame,
     user_site,
 )
-from gradcheck_l2c.record.state import StepWrite, TraceState
+from gradcheck_l2c.record.state import TraceState
 
 
 class Patches:
@@ -41,7 +41,6 @@ class Patches:
         self._parents: list[nn.Module] = []  # the modules whose forward is running, outermost first
         self._child_names: dict[tuple[int, int], str] = {}  # (id(parent), id(child)) -> attribute
         self._last_step: dict[int, int] = {}  # id(optimizer) -> backward calls seen at its last step
-        self._versions: dict[int, tuple[Any, list[tuple[Any, int]]]] = {}  # id(optimizer) -> site, versions
 
     def install(self) -> None:
         for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
@@ -51,8 +50,8 @@ class Patches:
             self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
             self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
         self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
-        self._undo.append(register_optimizer_step_post_hook(self._after_step).remove)
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
+        self._replace(nn.Module, "__setattr__", self._module_setattr(nn.Module.__setattr__))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
         self._replace(torch, "from_numpy", self._from_numpy(torch.from_numpy))
         variable = self._variable(torch.autograd.variable.Variable)
@@ -94,6 +93,7 @@ class Patches:
             return
         state.registry.add_module(module)
         state.watch_leaf(param, user_site(1), owner=(module, name))
+        state.registry.user_leaves.pop(id(param), None)  # a module's parameter, used by name in forward
 
     def _enter_module(self, module: nn.Module, args: Any) -> None:
         """Track which module's forward runs, so drawn nodes can be grouped by module."""
@@ -132,18 +132,31 @@ class Patches:
 
         return new
 
+    def _module_setattr(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``self.keys = torch.randn(...)``: remember where user code put a plain tensor on a module, the
+        line to change if that tensor was meant to learn."""
+        assigned = self.state.registry.assigned
+
+        def setattr_(module: nn.Module, name: str, value: Any) -> None:
+            original(module, name, value)
+            if type(value) is torch.Tensor and caller_is_user(1):
+                assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
+
+        return setattr_
+
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """``step()`` with no gradient at all although backward ran since the last step: they were
         erased in between (``zero_grad()`` after ``backward()``)."""
         state = self.state
         site = user_site(1)
-        state.optimizer_record(optimizer, site)
-        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
-        self._versions[id(optimizer)] = (site, [(p, p._version) for p in params])
+        record = state.optimizer_record(optimizer, site)
+        state.steps += 1
+        record.step_site, record.step_order = site, state.steps
         since = self._last_step.get(id(optimizer), 0)
         self._last_step[id(optimizer)] = state.backward_count
         if state.backward_count == since:
             return
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
         if not params or params[0].grad is not None or any(p.grad is not None for p in params):
             return
         watched = [w for w in map(state.registry.get, params) if w is not None]
@@ -152,15 +165,6 @@ class Patches:
         key = state.registry.key_of(params[0])
         state.events.record("optimizer", -1 if key is None else key, user_site(1), "erased",
                             optimizer=type(optimizer).__name__, size=len(params))
-
-    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """Remember which parameters this ``step()`` changed in place, and to which version: a later
-        backward that still needs their old values fails naming that version."""
-        site, versions = self._versions.pop(id(optimizer), (None, []))
-        writes, ref, name = self.state.step_writes, weakref.ref(optimizer), type(optimizer).__name__
-        for param, version in versions:
-            if param._version != version:
-                writes.append(StepWrite(site, ref, name, tuple(param.shape), param._version))
 
     def _function_apply(self, original: Any) -> Callable[..., Any]:
         state = self.state
@@ -181,6 +185,10 @@ class Patches:
             original(optimizer, *args, **kwargs)
             others = [other for other in state.optimizers if other.optimizer() is not None]
             record = state.optimizer_record(optimizer, user_site(1))
+            for ref in record.params:
+                param = ref()
+                if param is not None and not param.requires_grad:
+                    state.plain_attribute(param, record.site)
             for other in others:
                 for ref in record.params:
                     param = ref()

@@ -46,22 +46,12 @@ class OptimizerRecord:
     params: list[weakref.ref]
     optimizer: weakref.ref
     keys: set[int] = field(default_factory=set)
+    step_site: Site | None = None  # where its latest step() was called
+    step_order: int = -1  # when, on the trace's count of steps
+    marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
 
     def holds(self, tensor: Tensor) -> bool:
         return any(ref() is tensor for ref in self.params)
-
-
-@dataclass(frozen=True)
-class StepWrite:
-    """An ``optimizer.step()`` changed a parameter in place: where, which optimizer, the parameter's
-    shape and the version it left it at (what a later backward's "modified by an inplace operation"
-    error names)."""
-
-    site: Site | None
-    optimizer: weakref.ref
-    name: str
-    shape: tuple[int, ...]
-    version: int
 
 
 @dataclass
@@ -88,12 +78,13 @@ class TraceState:
     read_missing: list[tuple[Site | None, str, bool, Any]] = field(default_factory=list)
     dead_ends: list[Taint] = field(default_factory=list)  # values whose every path was cut
     graphless: list[Site | None] = field(default_factory=list)  # backwards that raised "does not require grad"
-    unregistered: dict[tuple[str, str], tuple[Site | None, str]] = field(default_factory=dict)
+    # (module class, attribute) -> (site, problem, symptom): tensors a module holds unregistered
+    unregistered: dict[tuple[str, str], tuple[Site | None, str, Site | None]] = field(default_factory=dict)
     replacements: dict[int, tuple[weakref.ref, int, Site | None, str]] = field(default_factory=dict)
     snapshots: dict[int, tuple[weakref.ref, Snapshot]] = field(default_factory=dict)
     optimizers: list[OptimizerRecord] = field(default_factory=list)
     inplace_log: deque = field(default_factory=lambda: deque(maxlen=256))
-    step_writes: deque = field(default_factory=lambda: deque(maxlen=1024))  # StepWrite, latest last
+    steps: int = 0  # optimizer.step() calls seen
     graphs: list[PendingGraph] = field(default_factory=list)
     graph_signatures: set[int] = field(default_factory=set)
     pid: int = field(default_factory=os.getpid)
@@ -161,6 +152,8 @@ class TraceState:
         node = tensor.grad_fn
         if node is None:
             key = self.registry.key_of(tensor)
+            if key is None and isinstance(tensor, nn.Parameter):
+                key = self.adopt(tensor)
             return frozenset() if key is None else frozenset((key,))
         metadata = node.metadata
         cached = metadata.get(_REACH)
@@ -172,11 +165,19 @@ class TraceState:
             variable = getattr(child, "variable", None)
             if variable is not None:
                 key = key_of(variable)
+                if key is None and isinstance(variable, nn.Parameter):
+                    key = self.adopt(variable)
                 if key is not None:
                     keys.add(key)
         result = frozenset(keys)
         metadata[_REACH] = result
         return result
+
+    def adopt(self, param: Tensor) -> int | None:
+        """A parameter of a module made before the trace (a pytest fixture, an earlier notebook cell)
+        turns up on a cut path: watch it from now on, as if the module had been built here."""
+        self.watch_leaf(param, None)
+        return self.registry.key_of(param)
 
     # ---- cuts -----------------------------------------------------------------------------
 
@@ -376,12 +377,17 @@ class TraceState:
             record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
                                      weakref.ref(optimizer))
             self.optimizers.append(record)
-        get = self.registry.get
-        for ref in record.params:
-            watched = get(ref())
-            if watched is not None:
-                watched.optimized = True
-                record.keys.add(watched.key)
+        now = (len(self.registry.all), len(optimizer.param_groups))
+        if record.marked != now:  # something new to mark since the last time
+            record.marked = now
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            record.params = [weakref.ref(p) for p in params]
+            get = self.registry.get
+            for param in params:
+                watched = get(param)
+                if watched is not None:
+                    watched.optimized = True
+                    record.keys.add(watched.key)
         return record
 
     def _check_optimized(self, watched: Any) -> None:
@@ -451,10 +457,25 @@ class TraceState:
         taint = self.taints.get(tensor) or self.replacement_of(tensor)
         if tensor.is_leaf and taint is not None:
             self.dead_ends.append(taint)
+        elif tensor.is_leaf and not tensor.requires_grad:
+            self.plain_attribute(tensor, site)
         elif not tensor.is_leaf:
             frame = user_frame(2)
             name = _variable_name(frame, tensor) if frame is not None else None
             self.read_missing.append((site, name or "tensor", tensor.is_leaf, tensor.grad_fn))
+
+    def plain_attribute(self, tensor: Tensor, symptom: Site | None) -> None:
+        """A tensor that never required grad was treated as learnable (its ``.grad`` read, or handed to
+        an optimizer): if a module holds it as a plain attribute, that assignment is the bug."""
+        registry = self.registry
+        for root, _ in registry.live_modules():
+            for module in root.modules():
+                for attr, value in vars(module).items():
+                    if value is tensor and not attr.startswith("_"):
+                        entry = registry.assigned.get((id(module), attr))
+                        site = entry[1] if entry is not None and entry[0]() is module else None
+                        self.unregistered[(type(module).__name__, attr)] = (site, "plain", symptom)
+                        return
 
     # ---- state_dict snapshots -----------------------------------------------------------------
 

@@ -21,7 +21,7 @@ def collect(state) -> None:
             problem = _problem(value)
             if problem is not None:
                 site = _creation_site(registry, value) or module_site(module)
-                state.unregistered[(owner, attr)] = (site, problem)
+                state.unregistered[(owner, attr)] = (site, problem, None)
 
 
 def _problem(value) -> str | None:

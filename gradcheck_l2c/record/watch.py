@@ -43,6 +43,7 @@ class Watched:
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
     forwards: tuple[Site | None, Site | None] = (None, None)  # forward of that module, and of its parent
+    holder: str = ""  # class of the module that holds it
     last_reached: int = 0  # the backward call (1-based) that last gave it a gradient
     hook: Any = None
 
@@ -112,6 +113,8 @@ class WatchRegistry:
         self.created: dict[int, tuple[weakref.ref, Site | None]] = {}  # Parameter creation sites
         # id -> key of the leaves user code asked gradients for: ops taking one first remember their line
         self.user_leaves: dict[int, int] = {}
+        # (id(module), attribute) -> (module, line) where user code set a plain tensor attribute
+        self.assigned: dict[tuple[int, str], tuple[weakref.ref, Site | None]] = {}
 
     def key_of(self, tensor: Any) -> int | None:
         watched = self.by_id.get(id(tensor))
@@ -217,7 +220,7 @@ class WatchRegistry:
             forwards = (forward_site(module), forward_site(parent) if parent is not None else None)
             for watched in params:
                 if watched is not None:
-                    watched.siblings, watched.forwards = keys, forwards
+                    watched.siblings, watched.forwards, watched.holder = keys, forwards, type(module).__name__
 
     @staticmethod
     def _fallback_name(watched: Watched) -> str:

@@ -32,14 +32,15 @@ def explain(state, text: str, roots) -> str | None:
     saver_site = node_site(saver)
     saved_at = f" at {saver_site}" if saver_site else ""
     symptom = user_site(2)
-    step = _step_write(state, shape, version)
+    write = _write(state, shape, version, exact=True)
+    step = _stepped(state, shape, version) if write is None else None
     if step is not None:
         optimizer = _optimizer_name(step)
-        state.events.record(KIND, -1, step.site, f"{optimizer}.step()", saver=saver_name, saver_site=saver_site,
-                            symptom=symptom, optimizer=step.name)
+        state.events.record(KIND, -1, step.step_site, f"{optimizer}.step()", saver=saver_name,
+                            saver_site=saver_site, symptom=symptom, optimizer=step.name)
         return (f"gradcheck-l2c: {saver_name}{saved_at} saved a parameter for backward; `{optimizer}.step()` "
-                f"({step.name}) at {step.site} then updated it in place, before this backward.")
-    write = _write(state, shape, version)
+                f"({step.name}) at {step.step_site} then updated it in place, before this backward.")
+    write = write or _write(state, shape, version, exact=False)
     if write is None:
         return f"gradcheck-l2c: the tensor was saved by {saver_name}{saved_at}; its in-place write was not seen."
     site, op = write
@@ -48,37 +49,40 @@ def explain(state, text: str, roots) -> str | None:
             f"`{op}` at {site} then changed it in place.")
 
 
-def _write(state, shape: tuple[int, ...], version: int):
-    """The latest in-place write in grad mode that left a tensor of this shape at this version; else
-    the latest at this version (a write into the tensor a saved view belongs to, `out[:, :2] = ...`)."""
-    fallback = None
+def _write(state, shape: tuple[int, ...], version: int, exact: bool):
+    """The latest in-place write in grad mode that left a tensor of this shape at this version; or,
+    not ``exact``, the latest at this version (a write into the tensor a saved view belongs to,
+    `out[:, :2] = ...`)."""
     for site, op, written_shape, _, written_version in reversed(state.inplace_log):
-        if written_version == version:
-            if written_shape == shape:
-                return site, op
-            fallback = fallback or (site, op)
-    return fallback
-
-
-def _step_write(state, shape: tuple[int, ...], version: int):
-    """The latest ``optimizer.step()`` that left a parameter of this shape (or its transpose, which
-    linear layers save) at this version."""
-    for write in reversed(state.step_writes):
-        if write.version == version and write.shape in (shape, shape[::-1]):
-            return write
+        if written_version == version and (written_shape == shape or not exact):
+            return site, op
     return None
 
 
-def _optimizer_name(write) -> str:
+def _stepped(state, shape: tuple[int, ...], version: int):
+    """The optimizer whose latest ``step()`` holds a parameter of this shape (or its transpose, which
+    linear layers save) now at this version: that step changed it after the graph saved it."""
+    for record in sorted(state.optimizers, key=lambda r: r.step_order, reverse=True):
+        optimizer = record.optimizer()
+        if optimizer is None or record.step_site is None:
+            continue
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                if param._version == version and tuple(param.shape) in (shape, shape[::-1]):
+                    return record
+    return None
+
+
+def _optimizer_name(record) -> str:
     """The variable the user's code holds the optimizer in (``opt_D``), else its class."""
-    optimizer = write.optimizer()
+    optimizer = record.optimizer()
     frame = user_frame(3)
     while optimizer is not None and frame is not None:
         for name, value in frame.f_locals.items():
             if value is optimizer and name != "self":
                 return name
         frame = frame.f_back
-    return write.name
+    return record.name
 
 
 def scan(run) -> list[Finding]:

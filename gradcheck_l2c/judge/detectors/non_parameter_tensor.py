@@ -1,5 +1,6 @@
 """`non_parameter_tensor`: a module holds a grad-requiring tensor, or Parameters in a plain list/dict,
-that is not registered — so ``parameters()``, ``state_dict``, ``.to()`` and optimizers never see it.
+that is not registered — so ``parameters()``, ``state_dict``, ``.to()`` and optimizers never see it; or
+a plain tensor attribute that user code treats as learnable (reads its ``.grad``, gives it to an optimizer).
 
 Modules are looked at while they are alive (at the first backward calls and at the end of the trace).
 """
@@ -14,9 +15,18 @@ KIND = "non_parameter_tensor"
 def scan(run) -> list[Finding]:
     collect(run.state)
     found = []
-    for (owner, attr), (site, problem) in run.state.unregistered.items():
+    for (owner, attr), (site, problem, symptom) in run.state.unregistered.items():
         name = f"{owner}.{attr}"
         if not run.wants(name, attr):
+            continue
+        if problem == "plain":
+            found.append(run.finding(
+                KIND, "error", name, site,
+                f"{name} is a plain tensor attribute (not an nn.Parameter, requires_grad=False): backward never "
+                "gives it a gradient, and an optimizer never changes it.",
+                f"make it a parameter: self.{attr} = nn.Parameter(...).",
+                related={"symptom": symptom},
+            ))
             continue
         if problem == "tensor":
             message = (f"{name} is a tensor with requires_grad=True but not an nn.Parameter: "

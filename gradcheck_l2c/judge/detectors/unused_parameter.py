@@ -40,7 +40,7 @@ def scan(run) -> list[Finding]:
                "to learn.")
         used = None
         if watched.is_parameter and watched.owner is not None:
-            module = watched.owner[2]
+            module = watched.holder or watched.owner[2]
             own_forward, parent_forward = watched.forwards
             if _siblings_learn(run, watched):
                 where, used = f"; {module}.forward does not use it", own_forward
@@ -50,8 +50,8 @@ def scan(run) -> list[Finding]:
                 used = parent_forward
         else:
             where = ""
-        found.append(run.finding(
-            KIND, "error" if expected else "warning", watched.name, site,
+        found.append(run.finding(  # a module built before the trace: its forward is the line we know
+            KIND, "error" if expected else "warning", watched.name, site or used,
             f"{watched.name} never took part in computing a loss{where}.",
             fix, related={"used": used},
         ))

@@ -195,11 +195,11 @@ def _count(text: str) -> int:
     return value
 
 
-def unmatched_warning(patterns: Sequence[str], names: Sequence[str]) -> str:
-    """The warning for ``--watch`` patterns that matched nothing, listing the names that exist."""
+def unmatched_message(patterns: Sequence[str], names: Sequence[str], level: str = "error") -> str:
+    """The line for ``--watch`` patterns that matched nothing, listing the names that exist."""
     quoted = ", ".join(repr(pattern) for pattern in patterns)
     which = "pattern" if len(patterns) == 1 else "patterns"
-    text = f"{PROG}: warning: --watch {which} {quoted} matched no tensor"
+    text = f"{PROG}: {level}: --watch {which} {quoted} matched no tensor"
     if not names:
         return text + "; no tensor that requires grad was seen at all."
     shown = ", ".join(names[:_NAMES_IN_WARNING])
@@ -243,6 +243,8 @@ def _trace_command(options: argparse.Namespace) -> int:
         show_status=not options.quiet and is_terminal(stderr),
         keep_tool_frames=options.verbose,
     )
+    if tracer.forked:  # a child the script forked ended: it exits with its own status; the parent reports
+        return exit_code(outcome, (), "never")
     findings, watched = tracer.findings, tracer.watched
     code = exit_code(outcome, findings, options.fail_on)
     color = use_color(stderr)
@@ -253,7 +255,11 @@ def _trace_command(options: argparse.Namespace) -> int:
         return code
 
     if tracer.unmatched_patterns:
-        print(unmatched_warning(tracer.unmatched_patterns, tracer.watched_names), file=stderr)
+        ended = outcome.exception is None and not outcome.exit_status  # else it may not have got that far
+        print(unmatched_message(tracer.unmatched_patterns, tracer.watched_names,
+                                "error" if ended else "warning"), file=stderr)
+        if ended:  # the check was vacuous, as the API's UsageError says
+            return EXIT_USAGE
     if outcome.exception is not None:
         print(f"{PROG}: the script stopped with {type(outcome.exception).__name__}; "
               "the report covers what ran before.", file=stderr)

@@ -11,3 +11,7 @@ class UsageError(GradcheckError):
 
 class NestedTraceError(GradcheckError):
     """A trace was started while another one is active."""
+
+
+class ConcurrentTraceError(NestedTraceError):
+    """A trace was started in one thread while another thread's trace is active."""

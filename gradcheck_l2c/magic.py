@@ -7,7 +7,8 @@
     loss.backward()
 
 runs the cell under :func:`gradcheck_l2c.trace`, then prints the report and, with ``--render``,
-shows the autograd graph of each backward that missed a watched tensor. ``--watch`` takes a
+shows the autograd graph of each backward that missed a watched tensor. When the cell raises, the
+report covers what ran and the cell's exception is raised again after it, so "Run All" stops there. ``--watch`` takes a
 name or glob the tracer knows (``"*.alpha"``) or a variable of the notebook (``model.alpha``,
 ``model``); repeat it to watch several. ``-o`` returns the :class:`~gradcheck_l2c.tracer.Trace`.
 """
@@ -43,18 +44,23 @@ class GradcheckMagics(Magics):
         from gradcheck_l2c.assertions import assert_trace_clean
         from gradcheck_l2c.tracer import trace
 
+        __tracebackhide__ = True  # the cell's own error was shown already, with its traceback
         args = parse_argstring(self.gradcheck, line)
         watch = _watch(args.watch or [], self.shell.user_ns)
         try:
             t = trace(watch=watch, record_sites=args.render)
             with t:
-                self.shell.run_cell(cell)
-            assert_trace_clean(t, fail_on="never")  # only a watch name that matched nothing raises
+                result = self.shell.run_cell(cell)
+            if result.success:
+                assert_trace_clean(t, fail_on="never")  # only a watch name that matched nothing raises
         except UsageError as err:
             raise IPythonUsageError(str(err)) from None
-        print(t.report())
+        if not t.disabled:
+            print(t.report())
         if args.render:
             _show_graphs(t)
+        if not result.success:  # after the report, so that "Run All" and nbclient stop at this cell
+            raise result.error_before_exec or result.error_in_exec
         return t if args.output else None
 
 

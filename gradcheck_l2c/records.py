@@ -28,6 +28,7 @@ KINDS: tuple[str, ...] = (
     "inplace_saved",
     "state_dict_alias",
     "optimizer",
+    "untraced_thread",
     "unused_suppression",
 )
 

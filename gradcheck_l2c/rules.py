@@ -63,6 +63,9 @@ RULES: tuple[Rule, ...] = (
     Rule("GC016", "optimizer", "error", "A parameter is in two optimizers, or gets gradients but is in none; "
          "or step() ran after zero_grad() erased every gradient.",
          "Give each parameter to exactly one optimizer; call zero_grad() before backward."),
+    Rule("GC017", "untraced_thread", "warning", "Backward calls ran in a thread the trace does not cover "
+         "(torch-function modes are per thread), so nothing judged them.",
+         "Run the training step in the thread that starts the trace, or start the trace in that thread."),
     Rule("GC900", "unused_suppression", "info", "A '# gradcheck: ignore' comment silenced no finding during "
          "the run.", "Remove the comment, or name the code it should silence."),
 )

@@ -7,23 +7,26 @@ them all and judges what it saw.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
+import threading
 from typing import Any, Callable, TypeVar
 
 import torch
 
-from gradcheck_l2c.errors import NestedTraceError
+from gradcheck_l2c.errors import ConcurrentTraceError, NestedTraceError, UsageError
+from gradcheck_l2c.record.interrupts import InterruptGuard
 from gradcheck_l2c.record.watch import WatchSpec
 from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
 
 F = TypeVar("F", bound=Callable[..., Any])
 DISABLE_VARIABLE = "GRADCHECK_L2C_DISABLED"
-_active: "Trace | None" = None
+_slot: "dict[str, tuple[Trace, int]]" = {}  # "active" -> the running trace and its thread's ident
 
 
 def active_trace() -> "Trace | None":
     """The trace running now, if any."""
-    return _active
+    return _slot.get("active", (None, 0))[0]
 
 
 class Trace:
@@ -44,19 +47,52 @@ class Trace:
         self._patches: Any = None
         self._verdict: Any = None
         self._disabled = False
+        self._guard: InterruptGuard | None = None
 
     # ---- running ---------------------------------------------------------------------------
 
     def __enter__(self) -> "Trace":
-        global _active
+        if active_trace() is self:  # this very trace is running: there is nothing to undo
+            raise NestedTraceError("this trace is already running; a trace cannot be entered twice")
+        try:
+            return self._start()
+        except BaseException:  # an error or Ctrl-C half-way: undo the part that was installed
+            self._stop()
+            raise
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            self._stop()
+        finally:
+            self._stop()  # a second pass finishes what an interrupt cut short in the first; else a no-op
+        if self._state is not None and not self.forked:
+            self._verdict = self._judge()
+
+    def __call__(self, function: F) -> F:
+        if inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) \
+                or inspect.isasyncgenfunction(function):
+            what = "a coroutine" if inspect.iscoroutinefunction(function) else "a generator"
+            raise UsageError(
+                f"@trace() cannot decorate {function.__qualname__}, {what} function: its body runs in "
+                "pieces between other code, which a trace cannot follow without judging that code too; "
+                "put `with gradcheck_l2c.trace():` around the code that runs it instead"
+            )
+
+        @functools.wraps(function)
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return function(*args, **kwargs)
+
+        return traced  # type: ignore[return-value]
+
+    def _start(self) -> "Trace":
+        """Install everything; each step can be undone by `_stop` as soon as it has begun."""
         self._disabled = os.environ.get(DISABLE_VARIABLE, "") not in ("", "0")
         if self._disabled:
             return self
-        if _active is not None:
-            raise NestedTraceError(
-                "a gradcheck_l2c trace is already running; nested traces are not supported "
-                "(watch more tensors in the outer trace instead)"
-            )
+        _claim(self)
+        self._guard = InterruptGuard(self, Trace.__enter__.__code__, Trace.__exit__.__code__)
+        self._guard.install()
         from gradcheck_l2c.judge.backward_error import explain_backward_error
         from gradcheck_l2c.record.interceptor import Interceptor
         from gradcheck_l2c.record.locations import user_frame
@@ -81,46 +117,29 @@ class Trace:
         self._patches = Patches(state)
         self._mode = Interceptor(state)
         self._mode.on_progress = self._progress
-        _active = self
-        try:
-            self._patches.install()
-            self._mode.__enter__()
-        except BaseException:
-            self._uninstall()
-            raise
+        self._patches.install()
+        self._mode.__enter__()
+        self._guard.stop_holding()  # installed: a Ctrl-C held meanwhile is raised now, and undoes it all
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._disabled or self._state is None:
-            return
-        self._uninstall()
-        self._verdict = self._judge()
-
-    def __call__(self, function: F) -> F:
-        @functools.wraps(function)
-        def traced(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return function(*args, **kwargs)
-
-        return traced  # type: ignore[return-value]
-
-    def _uninstall(self) -> None:
-        global _active
-        try:
-            if self._mode is not None and self._mode in _mode_stack():
-                self._mode.__exit__(None, None, None)
-        finally:
-            self._mode = None
-            if self._patches is not None:
-                self._patches.restore()
+    def _stop(self) -> None:
+        """Undo whatever `_start` did, newest first. Every step may run again: an interrupt may cut a
+        pass short, and the next pass finishes it."""
+        if self._mode is not None and self._mode in _mode_stack():
+            self._mode.__exit__(None, None, None)
+        if self._patches is not None:
+            self._patches.restore()
+        if self._state is not None:
             for watched in self._state.registry.all:
                 if watched.hook is not None:
                     watched.hook.remove()
                     watched.hook = None
-            _active = None
+        _release(self)
+        if self._guard is not None:
+            self._guard.release()  # last: a Ctrl-C held meanwhile is raised from here
 
     def _progress(self, backward_count: int, events: int) -> None:
-        if self.on_progress is not None:
+        if self.on_progress is not None and not self.forked:
             self.on_progress(backward_count, events)
 
     def _judge(self) -> Any:
@@ -178,6 +197,11 @@ class Trace:
         return self._disabled
 
     @property
+    def forked(self) -> bool:
+        """True in a child process forked while the trace ran: only the parent judges and reports."""
+        return self._state is not None and self._state.pid != os.getpid()
+
+    @property
     def backward_count(self) -> int:
         return self._state.backward_count if self._state is not None else 0
 
@@ -226,6 +250,42 @@ class Trace:
 def trace(watch: Any = None, *, record_sites: bool = False) -> Trace:
     """Start describing a trace: ``with trace(watch=["alpha"]) as t: train()`` or ``@trace()``."""
     return Trace(watch, record_sites=record_sites)
+
+
+def _claim(tracer: Trace) -> None:
+    """Make ``tracer`` the active trace; one at a time, in one thread (torch-function modes are per
+    thread, so a second thread's trace would see the first one's patches and none of its calls).
+
+    ``dict.setdefault`` is one atomic step: of two threads entering at once, exactly one wins, and
+    unlike a lock there is nothing an interrupt could leave held.
+    """
+    ident = threading.get_ident()
+    winner, thread = _slot.setdefault("active", (tracer, ident))
+    if winner is tracer:
+        return
+    if thread != ident:
+        raise ConcurrentTraceError(
+            f"a gradcheck_l2c trace is already running in thread {_thread_name(thread)}; PyTorch's "
+            "torch-function modes are per thread, so one trace runs at a time: trace the threads one "
+            "after another, or the whole program from one thread"
+        )
+    raise NestedTraceError(
+        "a gradcheck_l2c trace is already running; nested traces are not supported "
+        "(watch more tensors in the outer trace instead)"
+    )
+
+
+def _release(tracer: Trace) -> None:
+    """Stop ``tracer`` being the active trace (only its owner ever removes it)."""
+    if active_trace() is tracer:
+        del _slot["active"]
+
+
+def _thread_name(ident: int | None) -> str:
+    for thread in threading.enumerate():
+        if thread.ident == ident:
+            return thread.name
+    return str(ident)
 
 
 def _mode_stack() -> list[Any]:

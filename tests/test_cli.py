@@ -167,10 +167,17 @@ def test_ctrl_c_reports_and_exits_130():
 
 def test_watch_pattern_that_matches_nothing_lists_the_names_that_exist():
     code, _, stderr = gradcheck("trace", "--watch", "alpa", "cli_item.py")
-    assert code == 0
-    warning = "gradcheck-l2c: warning: --watch pattern 'alpa' matched no tensor; the tensors seen were: "
-    line = next(line for line in stderr.splitlines() if line.startswith(warning))
-    assert "w" in line[len(warning):].split(", ")
+    assert code == EXIT_USAGE  # the script ran; a check that watched nothing is a usage error
+    error = "gradcheck-l2c: error: --watch pattern 'alpa' matched no tensor; the tensors seen were: "
+    (line,) = stderr.splitlines()[-1:]
+    assert line.startswith(error)
+    assert "w" in line[len(error):].split(", ")
+
+
+def test_watch_pattern_that_matches_nothing_in_a_script_that_crashed_is_a_warning():
+    code, _, stderr = gradcheck("trace", "--watch", "alpa", "cli_raise.py")
+    assert code == 1
+    assert "gradcheck-l2c: warning: --watch pattern 'alpa' matched no tensor" in stderr
 
 
 def test_demo_traces_the_seed_then_shows_alpha_learning(tmp_path, monkeypatch, capsys):

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("IPython")
 from IPython.core.error import UsageError  # noqa: E402
-from IPython.testing.globalipapp import start_ipython  # noqa: E402
+from IPython.testing import globalipapp  # noqa: E402
 
 from gradcheck_l2c import magic  # noqa: E402
 from gradcheck_l2c.tracer import active_trace  # noqa: E402
@@ -33,7 +33,7 @@ loss.backward()
 
 @pytest.fixture(scope="module")
 def shell():
-    ip = start_ipython()
+    ip = globalipapp.start_ipython() or globalipapp.get_ipython()  # started once per session
     ip.run_line_magic("load_ext", "gradcheck_l2c")
     return ip
 

@@ -6,6 +6,7 @@ gradient path (``.item()``, ``detach``, ``.data``, ``copy_`` into a parameter, o
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any, Callable
@@ -31,7 +32,7 @@ class Interceptor(TorchFunctionMode):
     def __init__(self, state: TraceState) -> None:
         super().__init__()
         self.state = state
-        self.handlers: dict[Any, Callable[..., Any]] = _handlers(self)
+        self.handlers: dict[Any, Callable[..., Any]] = _handler_table()  # func -> Interceptor.on_*
         self.user_leaves = state.registry.user_leaves
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -39,7 +40,7 @@ class Interceptor(TorchFunctionMode):
             kwargs = {}
         handler = self.handlers.get(func)
         if handler is not None:
-            return handler(func, args, kwargs)
+            return handler(self, func, args, kwargs)
         out = func(*args, **kwargs)
         state = self.state
         if state.snapshots:
@@ -336,8 +337,11 @@ def _backward_roots(func, args, kwargs) -> list[Tensor]:
     return [t for t in first if isinstance(t, Tensor)]
 
 
-def _handlers(mode: Interceptor) -> dict[Any, Callable[..., Any]]:
+@functools.cache
+def _handler_table() -> dict[Any, Callable[..., Any]]:
+    """Which torch functions take which handler; built once (it looks through all of torch)."""
     T = torch.Tensor
+    mode = Interceptor
     table: dict[Any, Callable[..., Any]] = {
         T.item: mode.on_item,
         T.tolist: mode.on_scalar,

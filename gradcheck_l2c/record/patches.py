@@ -8,10 +8,17 @@
 - ``torch.from_numpy`` and the legacy ``Variable(...)`` (which torch-function modes do not see):
   values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
-- ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor.
+- ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor;
+- autograd's engine: counts the backward passes of threads the trace does not cover, so the report
+  says they ran unjudged.
+
+The hooks act only in the thread that started the trace (torch-function modes are per thread, and the
+trace state is not shared between threads); in other threads they call straight through.
 """
 from __future__ import annotations
 
+import os
+import threading
 import warnings
 import weakref
 from typing import Any, Callable
@@ -50,6 +57,8 @@ class Patches:
             self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
             self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
         self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
+        engine_owner = torch.autograd.variable.Variable  # before it is replaced below
+        self._replace(engine_owner, "_execution_engine", _CountingEngine(engine_owner._execution_engine, self.state))
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
         self._replace(nn.Module, "__setattr__", self._module_setattr(nn.Module.__setattr__))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
@@ -62,27 +71,31 @@ class Patches:
         self._replace_attribute(warnings, "showwarning", _user_located(warnings.showwarning))
 
     def restore(self) -> None:
+        """Undo, newest first. Each step is dropped only once it ran, and running one twice is harmless:
+        a restore cut short by an interrupt is finished by the next call."""
         while self._undo:
-            self._undo.pop()()
+            self._undo[-1]()
+            self._undo.pop()
 
     def _replace(self, owner: Any, name: str, value: Any) -> None:
+        """Set ``owner.name``; the undo is registered first, so an interrupted replace is undone too."""
         original = owner.__dict__[name]
-        setattr(owner, name, value)
         self._undo.append(lambda: setattr(owner, name, original))
+        setattr(owner, name, value)
 
     def _replace_attribute(self, owner: Any, name: str, value: Any) -> None:
         """Like `_replace`, but leaves alone a value the traced code installed meanwhile."""
         original = getattr(owner, name)
-        setattr(owner, name, value)
 
         def undo() -> None:
             if getattr(owner, name) is value:
                 setattr(owner, name, original)
 
         self._undo.append(undo)
+        setattr(owner, name, value)
 
     def _on_parameter(self, module: nn.Module, name: str, param: Any) -> None:
-        if param is None:
+        if param is None or not self.state.in_trace_thread():
             return
         state = self.state
         frame = user_frame(1)
@@ -97,6 +110,8 @@ class Patches:
 
     def _enter_module(self, module: nn.Module, args: Any) -> None:
         """Track which module's forward runs, so drawn nodes can be grouped by module."""
+        if not self.state.in_trace_thread():
+            return
         path = self.state.module_path
         parent = path[-1] if path else None
         name = type(module).__name__
@@ -106,13 +121,13 @@ class Patches:
         self._parents.append(module)
 
     def _leave_module(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self._parents and self._parents[-1] is module:
+        if self._parents and self._parents[-1] is module and self.state.in_trace_thread():
             self._parents.pop()
             self.state.module_path.pop()
 
     def _on_submodule(self, parent: nn.Module, name: str, child: Any) -> None:
         """A module gets a submodule: remember the parent, so parameters are named from the outermost."""
-        if child is not None and inside_forward(user_frame(1)) is None:
+        if child is not None and self.state.in_trace_thread() and inside_forward(user_frame(1)) is None:
             self.state.registry.add_module(parent)
             self._child_names[(id(parent), id(child))] = name
 
@@ -121,6 +136,8 @@ class Patches:
 
         def new(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
             param = original(cls, data, requires_grad)
+            if not state.in_trace_thread():
+                return param
             site = user_site(1)
             created, ident = state.registry.created, id(param)
             created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site)
@@ -135,11 +152,12 @@ class Patches:
     def _module_setattr(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """``self.keys = torch.randn(...)``: remember where user code put a plain tensor on a module, the
         line to change if that tensor was meant to learn."""
-        assigned = self.state.registry.assigned
+        state = self.state
+        assigned = state.registry.assigned
 
         def setattr_(module: nn.Module, name: str, value: Any) -> None:
             original(module, name, value)
-            if type(value) is torch.Tensor and caller_is_user(1):
+            if type(value) is torch.Tensor and state.in_trace_thread() and caller_is_user(1):
                 assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
 
         return setattr_
@@ -148,6 +166,8 @@ class Patches:
         """``step()`` with no gradient at all although backward ran since the last step: they were
         erased in between (``zero_grad()`` after ``backward()``)."""
         state = self.state
+        if not state.in_trace_thread():
+            return
         site = user_site(1)
         record = state.optimizer_record(optimizer, site)
         state.steps += 1
@@ -170,6 +190,8 @@ class Patches:
         state = self.state
 
         def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+            if not state.in_trace_thread():
+                return original.__get__(None, cls)(*args, **kwargs)
             state.custom_forward += 1
             try:
                 return original.__get__(None, cls)(*args, **kwargs)
@@ -183,6 +205,8 @@ class Patches:
 
         def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
             original(optimizer, *args, **kwargs)
+            if not state.in_trace_thread():
+                return
             others = [other for other in state.optimizers if other.optimizer() is not None]
             record = state.optimizer_record(optimizer, user_site(1))
             for ref in record.params:
@@ -203,7 +227,7 @@ class Patches:
 
         def from_numpy(array: Any) -> torch.Tensor:
             tensor = original(array)
-            if state.taints:
+            if state.taints and state.in_trace_thread():
                 state.rewrap("torch.from_numpy()", array, tensor, user_site(1), False)
             return tensor
 
@@ -216,10 +240,30 @@ class Patches:
         class Variable(original):  # type: ignore[misc, valid-type]
             def __new__(cls, data: Any = None, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Any:
                 out = original(data, *args, requires_grad=requires_grad, **kwargs)
-                state.rewrap("Variable()", data, out, user_site(1), requires_grad)
+                if state.in_trace_thread():
+                    state.rewrap("Variable()", data, out, user_site(1), requires_grad)
                 return out
 
         return Variable
+
+
+class _CountingEngine:
+    """Stands in for autograd's engine (``Variable._execution_engine``, through which every
+    ``backward`` and ``autograd.grad`` runs): counts the passes started by threads the trace does
+    not cover, and otherwise forwards everything unchanged."""
+
+    def __init__(self, engine: Any, state: TraceState) -> None:
+        self._engine = engine
+        self._state = state
+
+    def run_backward(self, *args: Any, **kwargs: Any) -> Any:
+        state = self._state
+        if not state.in_trace_thread() and state.pid == os.getpid():
+            state.untraced_backward(threading.current_thread().name, user_site(1))
+        return self._engine.run_backward(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
 
 
 def _user_located(show: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
@@ -88,12 +89,25 @@ class TraceState:
     graphs: list[PendingGraph] = field(default_factory=list)
     graph_signatures: set[int] = field(default_factory=set)
     pid: int = field(default_factory=os.getpid)
+    thread: int = field(default_factory=threading.get_ident)  # the traced thread
+    # backward passes run by other threads, which the trace does not cover: (thread, site) -> count
+    untraced: dict[tuple[str, Site | None], int] = field(default_factory=dict)
+    _untraced_lock: Any = field(default_factory=threading.Lock)
     module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
     consumers: dict[int, str] = field(default_factory=dict)  # watched key -> op that takes the leaf
     custom_forward: int = 0  # depth of custom autograd.Function forwards (grad is off there by design)
     inplace_seen: dict[tuple[Site | None, str], list] = field(default_factory=dict)  # -> [keys, count]
     # set by the front door: adds what the trace knows to a backward's RuntimeError (judge stage)
     explain_backward_error: Callable[[TraceState, RuntimeError, list[Tensor]], None] | None = None
+
+    def in_trace_thread(self) -> bool:
+        """Whether the calling thread is the one the trace covers."""
+        return threading.get_ident() == self.thread
+
+    def untraced_backward(self, thread: str, site: Site | None) -> None:
+        """A backward pass ran in another thread (called from that thread)."""
+        with self._untraced_lock:
+            self.untraced[thread, site] = self.untraced.get((thread, site), 0) + 1
 
     # ---- watching -------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from gradcheck_l2c.judge.detectors import (
     state_dict_alias,
     state_dict_reload,
     tensor_rewrap,
+    untraced_thread,
     unused_parameter,
 )
 
@@ -28,4 +29,4 @@ CUTS = {
                    non_differentiable)
 }
 SCANNERS = (unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            state_dict_alias, optimizer)
+            state_dict_alias, optimizer, untraced_thread)

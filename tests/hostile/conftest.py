@@ -1,0 +1,44 @@
+"""What "torch exactly as it was" means for the hostile-condition tests: every hook and patch a trace
+installs, read back so that a test can compare before and after."""
+from __future__ import annotations
+
+import signal
+import warnings
+
+import pytest
+import torch
+from torch.nn.modules import module as module_hooks
+from torch.optim import optimizer as optimizer_module
+from torch.overrides import _get_current_function_mode_stack
+
+VARIABLE = torch.autograd.variable.Variable  # the class itself, whatever a trace puts in its place
+
+
+def torch_state() -> dict[str, object]:
+    """The identity of everything a trace patches, and the sizes of the global hook tables it adds to."""
+    return {
+        "mode stack": len(_get_current_function_mode_stack()),
+        "Parameter.__new__": torch.nn.Parameter.__dict__["__new__"],
+        "Module.__setattr__": torch.nn.Module.__dict__["__setattr__"],
+        "Optimizer.__init__": torch.optim.Optimizer.__dict__["__init__"],
+        "torch.from_numpy": torch.from_numpy,
+        "torch.autograd.Variable": torch.autograd.Variable,
+        "torch.autograd.variable.Variable": torch.autograd.variable.Variable,
+        "engine": VARIABLE.__dict__["_execution_engine"],
+        "Function.apply": torch.autograd.Function.__dict__["apply"],
+        "warnings.showwarning": warnings.showwarning,
+        "SIGINT handler": signal.getsignal(signal.SIGINT),
+        "parameter hooks": len(module_hooks._global_parameter_registration_hooks),
+        "module hooks": len(module_hooks._global_module_registration_hooks),
+        "forward pre-hooks": len(module_hooks._global_forward_pre_hooks),
+        "forward hooks": len(module_hooks._global_forward_hooks),
+        "step pre-hooks": len(optimizer_module._global_optimizer_pre_hooks),
+    }
+
+
+@pytest.fixture
+def untouched():
+    """The state before the test; the test compares with it (and so does the fixture, afterwards)."""
+    before = torch_state()
+    yield before
+    assert torch_state() == before

@@ -17,6 +17,7 @@ _EXPORTS = {
     "GradcheckError": "gradcheck_l2c.errors",
     "UsageError": "gradcheck_l2c.errors",
     "NestedTraceError": "gradcheck_l2c.errors",
+    "ConcurrentTraceError": "gradcheck_l2c.errors",
     "active_trace": "gradcheck_l2c.tracer",
     "render": "gradcheck_l2c.present.draw.render",
     "write_render_dir": "gradcheck_l2c.present.draw.render",

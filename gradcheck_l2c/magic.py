@@ -14,6 +14,8 @@ name or glob the tracer knows (``"*.alpha"``) or a variable of the notebook (``m
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from IPython.core.error import UsageError as IPythonUsageError
@@ -44,12 +46,12 @@ class GradcheckMagics(Magics):
         from gradcheck_l2c.assertions import assert_trace_clean
         from gradcheck_l2c.tracer import trace
 
-        __tracebackhide__ = True  # the cell's own error was shown already, with its traceback
+        __tracebackhide__ = True  # a cell's error is raised again from here: show the cell's frames only
         args = parse_argstring(self.gradcheck, line)
         watch = _watch(args.watch or [], self.shell.user_ns)
         try:
             t = trace(watch=watch, record_sites=args.render)
-            with t:
+            with t, _errors_not_shown(self.shell):  # shown once, after the report, when raised again
                 result = self.shell.run_cell(cell)
             if result.success:
                 assert_trace_clean(t, fail_on="never")  # only a watch name that matched nothing raises
@@ -62,6 +64,16 @@ class GradcheckMagics(Magics):
         if not result.success:  # after the report, so that "Run All" and nbclient stop at this cell
             raise result.error_before_exec or result.error_in_exec
         return t if args.output else None
+
+
+@contextlib.contextmanager
+def _errors_not_shown(shell: Any) -> Iterator[None]:
+    """The inner ``run_cell`` keeps its error without printing it (the magic raises it afterwards)."""
+    shell.showtraceback = shell.showsyntaxerror = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        del shell.showtraceback, shell.showsyntaxerror  # the class's methods again
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -1,7 +1,7 @@
 """Item 6 of the hostile-conditions issue: the front doors' edges.
 
-- ``%%gradcheck`` on a cell that raises shows the report, then raises the cell's exception again, so
-  "Run All" and nbclient stop there;
+- ``%%gradcheck`` on a cell that raises shows the report, then raises the cell's exception again (its
+  traceback shown once), so "Run All" and nbclient stop there;
 - ``--watch`` that matched nothing once the script ran is exit 2 with the tensors it saw;
 - ``GRADCHECK_L2C_DISABLED=1`` turns ``assert_grad_reaches`` into a no-op like every entry point.
 """
@@ -32,7 +32,8 @@ def test_a_failing_cell_shows_the_report_then_raises_its_exception(capsys):
     assert str(result.error_in_exec) == "the cell failed"
     out = capsys.readouterr().out
     assert "gradcheck-l2c: 1 of 2 watched tensors got no gradient (w)" in out
-    assert out.index("got no gradient") < out.rindex("ValueError: the cell failed")
+    assert out.index("got no gradient") < out.index("ValueError: the cell failed")
+    assert out.count("ValueError: the cell failed") == 1  # its traceback once, after the report
 
 
 def test_watch_matching_nothing_after_a_run_is_exit_2_with_the_tensors_seen(tmp_path):

@@ -14,7 +14,7 @@ from torch.overrides import _get_current_function_mode_stack
 VARIABLE = torch.autograd.variable.Variable  # the class itself, whatever a trace puts in its place
 
 
-def torch_state() -> dict[str, object]:
+def read_torch_state() -> dict[str, object]:
     """The identity of everything a trace patches, and the sizes of the global hook tables it adds to."""
     return {
         "mode stack": len(_get_current_function_mode_stack()),
@@ -37,8 +37,14 @@ def torch_state() -> dict[str, object]:
 
 
 @pytest.fixture
+def torch_state():
+    """``torch_state()`` reads the state now (a fixture: test modules cannot import a conftest by name)."""
+    return read_torch_state
+
+
+@pytest.fixture
 def untouched():
     """The state before the test; the test compares with it (and so does the fixture, afterwards)."""
-    before = torch_state()
+    before = read_torch_state()
     yield before
-    assert torch_state() == before
+    assert read_torch_state() == before

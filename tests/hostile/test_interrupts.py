@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import torch
-from conftest import torch_state
 from torch import nn
 
 import gradcheck_l2c
@@ -99,7 +98,7 @@ def every_line(interrupt):
         at += 1
 
 
-def test_a_sigint_at_any_line_is_delivered_once_after_torch_is_restored(untouched):
+def test_a_sigint_at_any_line_is_delivered_once_after_torch_is_restored(untouched, torch_state):
     for interrupter, (interrupts, ran) in every_line(lambda: signal.raise_signal(signal.SIGINT)):
         assert interrupts == 1, interrupter.fired
         assert torch_state() == untouched, interrupter.fired
@@ -110,7 +109,7 @@ def _raise() -> None:
     raise KeyboardInterrupt
 
 
-def test_a_keyboard_interrupt_raised_at_any_line_leaves_torch_restored(untouched):
+def test_a_keyboard_interrupt_raised_at_any_line_leaves_torch_restored(untouched, torch_state):
     """An exception (not a signal) can be raised at ``__exit__``'s first line, before any code of it can
     act; that one line relies on the SIGINT guard above and is checked to be the only one."""
     unprotected = []

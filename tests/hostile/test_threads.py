@@ -13,7 +13,6 @@ import threading
 
 import pytest
 import torch
-from conftest import torch_state
 from torch import nn
 from torch.overrides import _get_current_function_mode_stack
 
@@ -32,7 +31,8 @@ def step(model: nn.Module) -> None:
     model.zero_grad()
 
 
-def test_two_threads_racing_to_trace_never_cross_talk_and_leave_torch_alone(untouched, one_torch_thread):
+def test_two_threads_racing_to_trace_never_cross_talk_and_leave_torch_alone(untouched, torch_state,
+                                                                         one_torch_thread):
     outcomes = []
     for _ in range(40):
         barrier = threading.Barrier(2)
@@ -76,7 +76,7 @@ def test_two_threads_racing_to_trace_never_cross_talk_and_leave_torch_alone(unto
     assert 1 in outcomes  # the race was real at least once: one thread was refused
 
 
-def test_a_trace_entered_twice_is_refused_and_keeps_running(untouched):
+def test_a_trace_entered_twice_is_refused_and_keeps_running(untouched, torch_state):
     t = trace()
     with t:
         with pytest.raises(NestedTraceError, match="already running"):

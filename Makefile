@@ -3,8 +3,20 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+PIP_INSTALL = -m pip install --quiet --disable-pip-version-check
 
-.PHONY: setup test demo bench clean
+# test-compat: the oldest torch this machine has as a CPU wheel, in a venv of its own.
+COMPAT_TORCH ?= 2.13.0+cpu
+COMPAT_VENV := .venv-compat
+COMPAT_PY := $(COMPAT_VENV)/bin/python
+COMPAT_INSTALLED := $(COMPAT_VENV)/.installed-$(COMPAT_TORCH)
+# The [test] extra less torchvision, whose wheels are built for one torch release each (the reference
+# imports it only to download CIFAR-10), and less build/twine (the wheel test runs in `make test`).
+COMPAT_DEPS := '.[notebook]' tqdm scikit-learn pytest nbclient nbformat
+# The notebook test runs in `make test`; the wheel test installs its own torch.
+COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py
+
+.PHONY: setup test test-compat demo bench clean graphviz
 
 setup: $(INSTALLED) graphviz
 
@@ -12,7 +24,15 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(INSTALLED): $(PY) setup.cfg pyproject.toml requirements.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -e '.[test]'
+	$(PY) $(PIP_INSTALL) -r requirements.txt -e '.[test,bench]'
+	touch $@
+
+$(COMPAT_PY):
+	$(PYTHON) -m venv $(COMPAT_VENV)
+
+$(COMPAT_INSTALLED): $(COMPAT_PY) setup.cfg pyproject.toml
+	rm -f $(COMPAT_VENV)/.installed-*
+	$(COMPAT_PY) $(PIP_INSTALL) 'torch==$(COMPAT_TORCH)' -e $(COMPAT_DEPS)
 	touch $@
 
 graphviz:
@@ -22,6 +42,10 @@ graphviz:
 
 test: setup
 	$(PY) -m pytest -q
+
+test-compat: $(COMPAT_INSTALLED) graphviz
+	$(COMPAT_PY) -m pytest -q $(COMPAT_SKIP)
+	@$(COMPAT_PY) -c 'import sys, torch; print(f"test-compat: passed with torch {torch.__version__}, Python {sys.version.split()[0]}")'
 
 demo: setup
 	$(VENV)/bin/gradcheck-l2c demo
@@ -33,4 +57,4 @@ bench: setup
 	$(PY) benchmarks/render_scale.py
 
 clean:
-	rm -rf $(VENV) gradcheck-out .pytest_cache
+	rm -rf $(VENV) $(COMPAT_VENV) gradcheck-out .pytest_cache

@@ -25,6 +25,8 @@ from gradcheck_l2c.runner import (
 )
 
 SEED_MODULE = "reference.seed_l2c"
+#: Modules the bundled reference scripts import at the top beyond torch: the ``[reference]`` extra brings them.
+REFERENCE_NEEDS = ("numpy", "tqdm")
 #: The short L2C run: 4 nodes in 2 clusters for 8 rounds, a few seconds on a laptop CPU.
 DEMO_NODES = 4
 DEMO_CLUSTERS = 2
@@ -39,10 +41,19 @@ def seed_script() -> str:
     return spec.origin
 
 
+def check_reference_extra() -> None:
+    """Say which install the demo needs before running it, rather than fail inside the reference scripts."""
+    missing = [name for name in REFERENCE_NEEDS if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"the demo runs the bundled reference L2C, which needs {', '.join(missing)}: "
+                         "pip install 'gradcheck-l2c[reference]'")
+
+
 def run_demo(out_dir: str = "gradcheck-out", *, stream: TextIO | None = None) -> int:
     """Run both parts, writing ``report.json`` and the graphs into ``out_dir``; 0 when both ran."""
     stream = stream or sys.stdout
     seed = seed_script()
+    check_reference_extra()
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:

@@ -44,7 +44,7 @@ test: setup
 	$(PY) -m pytest -q
 
 test-compat: $(COMPAT_INSTALLED) graphviz
-	$(COMPAT_PY) -m pytest -q $(COMPAT_SKIP)
+	$(COMPAT_PY) -m pytest -q -rs $(COMPAT_SKIP)
 	@$(COMPAT_PY) -c 'import sys, torch; print(f"test-compat: passed with torch {torch.__version__}, Python {sys.version.split()[0]}")'
 
 demo: setup

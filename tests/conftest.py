@@ -1,6 +1,7 @@
 """Shared helpers: run a snippet of user code from a real file under the tracer."""
 from __future__ import annotations
 
+import importlib.util
 import re
 import textwrap
 from pathlib import Path
@@ -61,3 +62,9 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(saved)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.needs_torchvision``: skipped where torchvision is absent (``make test-compat`` leaves it out)."""
+    if item.get_closest_marker("needs_torchvision") and importlib.util.find_spec("torchvision") is None:
+        pytest.skip("torchvision (the [reference] extra) is not installed")

@@ -107,6 +107,7 @@ def test_split_like_follows_each_nodes_class_mix():
         assert len(q) == 20
 
 
+@pytest.mark.needs_torchvision
 def test_missing_cifar_folder_is_one_line_naming_the_folder_and_the_fix(tmp_path):
     root = tmp_path / "nowhere"
     with pytest.raises(DatasetNotFoundError) as info:
@@ -116,6 +117,7 @@ def test_missing_cifar_folder_is_one_line_naming_the_folder_and_the_fix(tmp_path
     assert str(root / "cifar-10-batches-py") in message and "--download" in message and "--data-root" in message
 
 
+@pytest.mark.needs_torchvision
 def test_corrupt_cifar_folder_is_the_same_error(tmp_path):
     batches = tmp_path / "cifar-10-batches-py"
     batches.mkdir()

@@ -182,7 +182,8 @@ def test_cli_writes_summary_and_heatmap(tmp_path, capsys):
     "args, expected",
     [
         (["--dataset", "imagenet"], "unknown dataset 'imagenet'; valid names: synthetic, digits, cifar10"),
-        (["--dataset", "cifar10", "--data-root", "{tmp}/nowhere"], "pass --download"),
+        pytest.param(["--dataset", "cifar10", "--data-root", "{tmp}/nowhere"], "pass --download",
+                     marks=pytest.mark.needs_torchvision),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, args, expected):

@@ -19,10 +19,6 @@ from gradcheck_l2c.record.state import TraceState, op_label, tensors_in
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
-#: The ``.data`` and ``.grad`` attribute descriptors (defined on the C tensor base, reached through the public
-#: class); a torch-function mode receives their ``__get__``/``__set__`` as the function called.
-_DATA = torch.Tensor.data
-_GRAD = torch.Tensor.grad
 
 #: Ops whose derivative is zero almost everywhere: a path through them carries no gradient.
 ZERO_DERIVATIVE = ("round", "floor", "ceil", "sign", "trunc", "fix", "sgn", "heaviside")
@@ -358,11 +354,13 @@ def _handler_table() -> dict[Any, Callable[..., Any]]:
         torch.asarray: mode.on_rewrap,
         T.detach: mode.on_detach,
         T.detach_: mode.on_detach,
-        _DATA.__get__: mode.on_data_get,
-        _DATA.__set__: mode.on_data_set,
-        _GRAD.__get__: mode.on_grad_get,
+        # Attribute descriptors (torch's C tensor base defines them; the public class reaches them): a mode
+        # receives their __get__/__set__ as the function called.
+        T.data.__get__: mode.on_data_get,
+        T.data.__set__: mode.on_data_set,
+        T.grad.__get__: mode.on_grad_get,
         T.requires_grad_: mode.on_requires_grad,
-        _descriptors["requires_grad"].__set__: mode.on_requires_grad_set,
+        T.requires_grad.__set__: mode.on_requires_grad_set,
         T.backward: mode.on_backward,
         torch.autograd.backward: mode.on_backward,
         torch.autograd.grad: mode.on_autograd_grad,

@@ -12,7 +12,7 @@ COMPAT_PY := $(COMPAT_VENV)/bin/python
 COMPAT_INSTALLED := $(COMPAT_VENV)/.installed-$(COMPAT_TORCH)
 # The [test] extra less torchvision, whose wheels are built for one torch release each (the reference
 # imports it only to download CIFAR-10), and less build/twine (the wheel test runs in `make test`).
-COMPAT_DEPS := '.[notebook]' tqdm scikit-learn pytest nbclient nbformat
+COMPAT_DEPS := '.[notebook]' numpy tqdm scikit-learn pytest nbclient nbformat
 # The notebook test runs in `make test`; the wheel test installs its own torch.
 COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py
 
@@ -30,7 +30,7 @@ $(INSTALLED): $(PY) setup.cfg pyproject.toml requirements.txt
 $(COMPAT_PY):
 	$(PYTHON) -m venv $(COMPAT_VENV)
 
-$(COMPAT_INSTALLED): $(COMPAT_PY) setup.cfg pyproject.toml
+$(COMPAT_INSTALLED): $(COMPAT_PY) setup.cfg pyproject.toml Makefile
 	rm -f $(COMPAT_VENV)/.installed-*
 	$(COMPAT_PY) $(PIP_INSTALL) 'torch==$(COMPAT_TORCH)' -e $(COMPAT_DEPS)
 	touch $@
@@ -41,7 +41,7 @@ graphviz:
 	  else echo "Graphviz 'dot' is missing; install it with:  sudo apt-get install -y graphviz"; fi; }
 
 test: setup
-	$(PY) -m pytest -q
+	GRADCHECK_L2C_OTHER_TORCH='$(COMPAT_TORCH)' $(PY) -m pytest -q
 
 test-compat: $(COMPAT_INSTALLED) graphviz
 	$(COMPAT_PY) -m pytest -q -rs $(COMPAT_SKIP)

@@ -1,8 +1,8 @@
 """The package reaches torch's modules through public names only, so the declared torch range stays honest.
 
 A private name (``torch._C._TensorBase``, ``torch.overrides._get_current_function_mode_stack``) can move or
-vanish in any release, which would break the tool beside a torch it declares it supports. The one kept
-on purpose is listed in ``ALLOWED`` and in the README's "Supported versions". Names are read with
+vanish in any release, which would break the tool beside a torch it declares it supports. The ones kept
+on purpose are listed in ``ALLOWED`` and in the README's "Supported versions". Names are read with
 ``ast`` from every module, following ``import torch.x as y`` and ``from torch.x import y`` aliases.
 """
 from __future__ import annotations
@@ -11,8 +11,9 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gradcheck_l2c"
-#: Internal names the tracer needs, each present from torch 2.1 to 2.14.
-ALLOWED = {"torch._C.DisableTorchFunction"}
+#: Internal names the tracer needs, each present from torch 2.1 to 2.14: switching torch functions off while
+#: judging, and asking whether the tracer's mode is still on the stack (so an interrupted exit can run again).
+ALLOWED = {"torch._C.DisableTorchFunction", "torch.overrides._get_current_function_mode_stack"}
 
 
 def is_private(dotted: str) -> bool:

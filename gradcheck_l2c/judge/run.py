@@ -8,10 +8,15 @@ from typing import Any
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.record.events import Event
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.locations import Site, module_site
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.watch import Watched, selected
+from gradcheck_l2c.records import KINDS as _ALL_KINDS
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding, Related, WatchedTensor
+
+
+_NAMES_IN_NOTE = 4
+_DEPTH = 20  # this many tensors with exactly-zero gradients: the depth explains it, not each tensor
 
 
 @dataclass
@@ -52,13 +57,26 @@ class Run:
 
     def finding(self, kind: str, severity: str, tensor: str, site: Site | None, message: str, fix: str,
                 count: int = 1, related: dict[str, Site | None] | None = None) -> Finding:
-        """A finding at ``site``; ``related`` maps roles (``symptom``, ``defined``, ``used``) to other places."""
+        """A finding at ``site``; ``related`` maps roles (``symptom``, ``defined``, ``used``) to other places.
+
+        A finding always has a real place: without one, the first user line the trace knows stands in.
+        """
+        if site is None or site.line <= 0:
+            site = next((s for s in (related or {}).values() if s is not None), None) or self.anchor()
         file, line = (site.file, site.line) if site is not None else ("<unknown>", 0)
         code = site.code if site is not None else ""
         places = tuple(Related(s.file, s.line, role, s.code) for role, s in (related or {}).items()
                        if s is not None and (s.file, s.line) != (file, line))
         return Finding(kind, severity, tensor, file, line, code, message, fix, count,  # type: ignore[arg-type]
                        places, column=site.text_column if site is not None else None)
+
+    def anchor(self) -> Site | None:
+        """The first user line the trace recorded: where a tensor was made, or where something happened."""
+        state = self.state
+        for watched in state.registry.all:
+            if watched.site is not None and watched.site.line > 0:
+                return watched.site
+        return next((e.site for e in state.events.of_kind(*_ALL_KINDS) if e.site is not None), None)
 
     def cut_finding(self, event: Event, tensor: str, severity: str | None = None,
                     symptom: Site | None = None) -> Finding:
@@ -98,8 +116,10 @@ def judge(state: TraceState) -> Verdict:
     registry = state.registry
     registry.resolve_names()
     keys, unmatched = selected(registry, state.spec)
+    keys = {key for key in keys if not registry.all[key].replaced}  # judged through their parametrizations
     run = Run(state, keys, optimized=_optimized(state))
     by_event: dict[int, Finding] = {}
+    zero: list[Watched] = []
     for watched in run.watched():
         tensor = watched.tensor
         if tensor is not None and not tensor.requires_grad:
@@ -108,7 +128,7 @@ def judge(state: TraceState) -> Verdict:
             continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if watched.ever_grad:
             if watched.zero_checks and not watched.nonzero_grad:
-                run.findings.extend(_zero_gradient(run, watched, "error"))
+                zero.append(watched)
             continue
         symptom = run.symptom(watched)
         chains = state.missed.get(watched.key)
@@ -122,6 +142,7 @@ def judge(state: TraceState) -> Verdict:
             finding = run.cut_finding(event, watched.name, symptom=symptom)
             by_event[id(event)] = finding
             run.findings.append(finding)
+    run.findings.extend(_zero_gradients(run, zero))
     for taint in state.dead_ends:
         for key, chain in taint.chains.items():
             if key in keys:
@@ -129,7 +150,9 @@ def judge(state: TraceState) -> Verdict:
     for scanner in SCANNERS:
         run.findings.extend(scanner.scan(run))
     graphs = [_captured(state, run, pending, by_event) for pending in state.graphs]
-    watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched() if _trainable(w)]
+    named = {finding.tensor for finding in run.findings}
+    watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched()
+               if _trainable(w) and _listed(run, w, named)]
     names = sorted({w.name for w in registry.all})
     findings = _unique(run.findings)
     findings = apply_suppressions(findings, touched_files(state, findings))
@@ -153,21 +176,59 @@ def _trainable(watched: Watched) -> bool:
     return tensor is None or tensor.requires_grad
 
 
+def _listed(run: Run, watched: Watched, named: set[str]) -> bool:
+    """Whether the summary counts it: a tensor without gradient that nobody meant to learn (optimizers
+    exist, none holds it, the user did not ask) and no finding names is a copy, a target network, a
+    template or a replaced original; saying it "got no gradient" would blame correct code."""
+    return (watched.ever_grad or watched.name in named or not run.state.optimizers
+            or run.expected_or_optimized(watched))
+
+
 def _optimized(state: TraceState) -> set[int]:
     return {id(p) for record in state.optimizers for p in (ref() for ref in record.params) if p is not None}
 
 
-def _zero_gradient(run: Run, watched: Watched, severity: str) -> list[Finding]:
-    """A gradient arrived but was all zeros: name the zero-derivative ops on the way, if any."""
-    events = [e for e in run.state.events.for_key(watched.key) if e.kind == "non_differentiable"]
-    if events:
-        return [run.cut_finding(e, watched.name, severity) for e in sorted(events, key=lambda e: e.order)]
-    return [run.finding(
-        "non_differentiable", severity, watched.name, watched.site,
-        f"{watched.name} received a gradient that is all zeros: every path from the loss to it has zero "
-        "derivative (a multiplication by zero, a saturated or masked activation, or a constant output).",
-        "check the ops between it and the loss; if this is expected, leave it out of watch.",
-    )]
+def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
+    """Gradients that arrived but were exactly zero. A zero-derivative op on the way (``round``,
+    ``argmax``) is a cut: an error there. Otherwise it is mathematics (a loss invariant to the
+    tensor, a piecewise-linear function's second derivative, dead ReLUs, underflow through depth):
+    one note for all of them, with how many tensors it covers."""
+    findings: list[Finding] = []
+    plain: list[Watched] = []
+    for watched in zero:
+        events = [e for e in run.state.events.for_key(watched.key) if e.kind == "non_differentiable"]
+        if events:
+            findings.extend(run.cut_finding(e, watched.name) for e in sorted(events, key=lambda e: e.order))
+        else:
+            plain.append(watched)
+    if not plain:
+        return findings
+    first = plain[0]
+    unique = list(dict.fromkeys(w.name for w in plain))
+    names = ", ".join(unique[:_NAMES_IN_NOTE])
+    if len(unique) > _NAMES_IN_NOTE:
+        names += f" and {len(unique) - _NAMES_IN_NOTE} more"
+    if len(plain) >= _DEPTH:
+        why = (f"{len(plain)} tensors ({names}) received gradients that are exactly zero: most likely they "
+               "vanished (underflowed) on the way back through many layers")
+    else:
+        one = len(plain) == 1
+        why = (f"{names} received {'a gradient that is' if one else 'gradients that are'} exactly zero: the "
+               f"loss does not change with {'it' if one else 'them'} here (a loss invariant to it, a "
+               "piecewise-linear function's second derivative, dead ReLUs, or underflow through depth)")
+    findings.append(run.finding(
+        "non_differentiable", "info", first.name, first.site or _module_site(first),
+        why + "; no cut explains it, so this is the mathematics of the model, not a bug in the code.",
+        "nothing to change if this is expected; otherwise look at the activations and the depth between "
+        "them and the loss (residual connections, normalisation, ReLU/GELU instead of sigmoid).",
+        count=len(plain),
+    ))
+    return findings
+
+
+def _module_site(watched: Watched) -> Site | None:
+    owner = watched.owner[0]() if watched.owner else None
+    return module_site(owner) if owner is not None else None
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

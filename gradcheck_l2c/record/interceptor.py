@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from gradcheck_l2c.record.locations import caller_is_user, library_callers, user_site
+from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, caller_is_user, library_callers, user_site
 from gradcheck_l2c.record.state import TraceState, op_label, tensors_in
 
 Tensor = torch.Tensor
@@ -63,7 +63,7 @@ class Interceptor(TorchFunctionMode):
                 # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
                 if out.grad_fn is not None:
                     _remember_site(out, state.module_path)
-            if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:
+            if kwargs and kwargs.get("requires_grad") is True and out.is_leaf and caller_is_user(1):
                 state.watch_leaf(out, user_site(1), user_leaf=True)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
             dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
@@ -130,6 +130,9 @@ class Interceptor(TorchFunctionMode):
         state = self.state
         if tensor.requires_grad or state.taints:
             callers = library_callers(1)
+            if _library_copy(state, tensor, callers):
+                state.taints.mark(out, state.taints.get(tensor))
+                return out
             in_state_dict = "_save_to_state_dict" in callers
             label = "state_dict()" if in_state_dict else f".{func.__name__}()"
             taint = state.cut("detach", label, [tensor], site=user_site(1))
@@ -143,6 +146,9 @@ class Interceptor(TorchFunctionMode):
         out = func(*args, **kwargs)
         state = self.state
         if tensor.requires_grad or state.taints:
+            if _library_copy(state, tensor, library_callers(1)):
+                state.taints.mark(out, state.taints.get(tensor))
+                return out
             taint = state.cut("data_attr", ".data", [tensor], site=user_site(1))
             state.taints.mark(out, taint)
         return out
@@ -267,12 +273,10 @@ class Interceptor(TorchFunctionMode):
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
         state = self.state
         grads = _explained(state, func, args, kwargs, roots)
-        for tensor, grad in zip(inputs, grads):
-            key = state.registry.key_of(tensor)
-            if key is not None and grad is not None:
-                state.reached_now.append(key)
-        keys = {k for k in map(state.registry.key_of, inputs) if k is not None}
-        state.judge_backward(roots, keys, sys._getframe(1))
+        key_of = state.registry.key_of
+        returned = {key for key, grad in zip(map(key_of, inputs), grads) if key is not None and grad is not None}
+        keys = {k for k in map(key_of, inputs) if k is not None}
+        state.judge_backward(roots, keys, sys._getframe(1), returned)
         self.progress()
         return grads
 
@@ -317,6 +321,17 @@ def _remember_site(out: Tensor, modules: list[str] | None = None) -> None:
         metadata["gradcheck_site"] = (site.file, site.line)
     if modules:
         metadata["gradcheck_module"] = modules[-1]
+
+
+def _library_copy(state: TraceState, tensor: Tensor, callers: tuple[str, ...]) -> bool:
+    """A detach or ``.data`` read that copies, not cuts: ``copy.deepcopy`` makes new leaves (watched
+    under their own names), and differentiation APIs differentiate a detached copy of the user's leaf."""
+    if "__deepcopy__" in callers:
+        return True
+    if called_from(DIFFERENTIATORS, 2):
+        state.differentiated_by_library(tensor)
+        return True
+    return False
 
 
 def _explained(state: TraceState, func, args, kwargs, roots: list[Tensor]) -> Any:

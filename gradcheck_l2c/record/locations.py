@@ -148,6 +148,29 @@ def library_callers(depth: int = 1) -> tuple[str, ...]:
     return tuple(names)
 
 
+#: Library code whose internal detaches and no_grad writes are no cuts: initialisers fill parameters,
+#: differentiation APIs (``autograd.functional``, ``gradcheck``) differentiate a detached copy of the
+#: user's tensor, optimizers update leaves in place.
+INITIALISERS = (f"{os.sep}torch{os.sep}nn{os.sep}init.py",)
+DIFFERENTIATORS = (f"{os.sep}torch{os.sep}autograd{os.sep}functional.py",
+                   f"{os.sep}torch{os.sep}autograd{os.sep}gradcheck.py")
+OPTIMIZERS = (f"{os.sep}torch{os.sep}optim{os.sep}",)
+
+
+def called_from(files: tuple[str, ...], depth: int = 1) -> bool:
+    """Whether library code from one of ``files`` is on the stack between the caller and user code."""
+    frame: FrameType | None = sys._getframe(depth + 1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        kind = frame_kind(filename)
+        if kind == USER:
+            return False
+        if kind == LIBRARY and any(part in filename for part in files):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def module_site(module: Any) -> Site | None:
     """Where a module's class is defined: the fallback location for its parameters."""
     try:

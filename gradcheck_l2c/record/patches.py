@@ -33,6 +33,7 @@ from gradcheck_l2c.record.locations import (
     caller_is_user,
     frame_kind,
     inside_forward,
+    library_callers,
     user_frame,
     user_site,
 )
@@ -141,10 +142,15 @@ class Patches:
             site = user_site(1)
             created, ident = state.registry.created, id(param)
             created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site)
-            if isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
-                state.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
             if caller_is_user(1):  # written by the user, not made inside a torch layer
+                if isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
+                    state.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
                 state.watch_leaf(param, site, user_leaf=True)
+            elif "__deepcopy__" in library_callers(1):
+                state.taints.mark(param, state.taints.get(data))  # a copy is a new leaf of its own, not a cut
+                state.watch_leaf(param, site)
+            elif isinstance(data, torch.Tensor):
+                state.reparametrised(data)  # weight_norm, spectral_norm, parametrize: judged through param
             return param
 
         return new
@@ -209,6 +215,7 @@ class Patches:
                 return
             others = [other for other in state.optimizers if other.optimizer() is not None]
             record = state.optimizer_record(optimizer, user_site(1))
+            record.created = state.steps
             for ref in record.params:
                 param = ref()
                 if param is not None and not param.requires_grad:
@@ -218,7 +225,9 @@ class Patches:
                     param = ref()
                     key = state.registry.key_of(param)
                     if key is not None and other.holds(param):
-                        state.events.record("optimizer", key, record.site, record.name, first=other.name)
+                        # judged at the end: a warning only if both then step it (rebinding is silent)
+                        state.events.record("optimizer", key, record.site, record.name, first=other.name,
+                                            records=(other, record))
 
         return init
 

@@ -17,7 +17,17 @@ from torch import nn
 
 from gradcheck_l2c.record import graph, unregistered
 from gradcheck_l2c.record.events import Event, EventLog
-from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site
+from gradcheck_l2c.record.locations import (
+    DIFFERENTIATORS,
+    INITIALISERS,
+    OPTIMIZERS,
+    Site,
+    USER,
+    called_from,
+    frame_kind,
+    user_frame,
+    user_site,
+)
 from gradcheck_l2c.record.taint import Chain, Taint, TaintStore, fresh
 from gradcheck_l2c.record.watch import WatchRegistry, WatchSpec, name_variables, owner_of
 
@@ -26,6 +36,9 @@ _REACH = "gradcheck_reach"
 #: Kinds where constant values come back in as leaves; a second one on the same route adds nothing.
 REENTRIES = ("state_dict_reload", "new_parameter", "tensor_rewrap")
 MAX_GRAPHS = 8
+#: Library code whose no_grad work on parameters is by design: optimizer updates, initialisers, and the
+#: detached copies differentiation APIs make.
+_NOT_CUTS = OPTIMIZERS + INITIALISERS + DIFFERENTIATORS
 
 
 @dataclass
@@ -50,8 +63,20 @@ class OptimizerRecord:
     step_site: Site | None = None  # where its latest step() was called
     step_order: int = -1  # when, on the trace's count of steps
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
+    created: int = 0  # the count of steps when it was built
+    _ids: set[int] = field(default_factory=set)
+    _groups: int = -1
 
     def holds(self, tensor: Tensor) -> bool:
+        """Whether it holds ``tensor``, counting groups added later with ``add_param_group``."""
+        optimizer = self.optimizer()
+        if optimizer is not None and len(optimizer.param_groups) != self._groups:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            self.params = [weakref.ref(p) for p in params]
+            self._ids = {id(p) for p in params}
+            self._groups = len(optimizer.param_groups)
+        if id(tensor) not in self._ids:
+            return False
         return any(ref() is tensor for ref in self.params)
 
 
@@ -163,7 +188,7 @@ class TraceState:
         """Watched keys whose leaves are reachable from ``tensor`` through live autograd history."""
         if not tensor.requires_grad:
             return frozenset()
-        node = tensor.grad_fn
+        node = grad_fn_of(tensor)
         if node is None:
             key = self.registry.key_of(tensor)
             if key is None and isinstance(tensor, nn.Parameter):
@@ -210,13 +235,29 @@ class TraceState:
                 continue
             if site is None:
                 site = user_site(2)
-            source = tensor.grad_fn
+            source = grad_fn_of(tensor)
             for key in keys:
                 if key not in new:
                     new[key] = self.events.record(kind, key, site, detail, source=source, **extra)
         if not new:
             return inherited
         return self.taints.merge(fresh(new), _without(inherited, new))
+
+    def differentiated_by_library(self, tensor: Tensor) -> None:
+        """``torch.autograd.functional`` or ``gradcheck`` differentiates a detached copy of ``tensor``:
+        the leaves it reaches are differentiated, although their own ``.grad`` stays empty."""
+        for key in self.reach(tensor):
+            watched = self.registry.all[key]
+            watched.ever_grad = True
+            watched.got_grad = True
+
+    def reparametrised(self, data: Tensor) -> None:
+        """A torch layer made a Parameter from a watched tensor's values (``weight_norm``,
+        ``spectral_norm``, ``parametrize``): the original is replaced, and judged through the new one."""
+        taint = self.taints.get(data)
+        keys = set(self.reach(data)) | (set(taint.chains) if taint is not None else set())
+        for key in keys:
+            self.registry.all[key].replaced = True
 
     def relabel(self, taint: Taint | None, kind: str, label: str, site: Site | None) -> Taint | None:
         """A cut made on this very line (``x.detach().numpy()``) is reported as the later step's kind."""
@@ -281,7 +322,8 @@ class TraceState:
         inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
         exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
         taint = self.taints.of_args(args, kwargs)
-        if any(self.reach(t) - exclude for t in inputs) and not self.custom_forward and not _in_optimizer_step():
+        if any(self.reach(t) - exclude for t in inputs) and not self.custom_forward \
+                and not called_from(_NOT_CUTS, 1):
             taint = self.taints.merge(taint, self.cut("no_grad", op_label(func), inputs, site=user_site(1),
                                                       exclude=exclude))
         if not inplace:
@@ -331,16 +373,22 @@ class TraceState:
 
     # ---- judging ----------------------------------------------------------------------------
 
-    def judge_backward(self, roots: list[Tensor], inputs: set[int] | None, frame: Any) -> None:
-        """After a backward: which watched tensors were reached, and which got values only via cuts."""
+    def judge_backward(self, roots: list[Tensor], inputs: set[int] | None, frame: Any,
+                       returned: set[int] = frozenset()) -> None:
+        """After a backward: which watched tensors were reached, and which got values only via cuts.
+
+        ``inputs``: the keys a ``backward(inputs=...)`` or ``autograd.grad`` differentiates (the others
+        are left alone on purpose); ``returned``: those ``autograd.grad`` gave a gradient to, which it
+        returns instead of filling ``.grad``.
+        """
         self.backward_count += 1
         registry = self.registry
         # the accumulate hook fires even when a custom Function's backward returned None for the leaf
-        reached = {key for key in self.reached_now if _has_grad(registry.all[key].tensor)}
+        reached = {key for key in self.reached_now if _has_grad(registry.all[key].tensor)} | returned
         self.reached_now.clear()
         if self.backward_count <= 3:
             for key in self._note_consumers(roots) - reached:
-                if not registry.all[key].ever_grad:
+                if not registry.all[key].ever_grad and (inputs is None or key in inputs):
                     registry.all[key].got_grad = False
         for key in reached:
             watched = registry.all[key]
@@ -562,14 +610,13 @@ def _inplace_targets(args: tuple) -> list[Tensor]:
     return []
 
 
-def _in_optimizer_step() -> bool:
-    """Whether torch.optim code is on the stack between here and user code (its updates are no cuts)."""
-    frame = sys._getframe(2)
-    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
-        if "/torch/optim/" in frame.f_code.co_filename:
-            return True
-        frame = frame.f_back
-    return False
+def grad_fn_of(tensor: Tensor) -> Any:
+    """``tensor.grad_fn``, or None where PyTorch refuses to build it: a view made under no_grad whose
+    base was then written in place (``nn.Embedding``'s padding row) raises on the attribute read."""
+    try:
+        return tensor.grad_fn
+    except RuntimeError:
+        return None
 
 
 def _has_grad(tensor: Tensor | None) -> bool:

@@ -1,5 +1,5 @@
 """Grad-requiring tensors, and Parameters in plain lists/dicts, held by live modules without being
-registered: remembered with their creation site while the modules are alive, for the
+registered (results computed from Parameters, like ``self.loss``, are fine): remembered with their creation site while the modules are alive, for the
 ``non_parameter_tensor`` detector to judge after the run."""
 from __future__ import annotations
 
@@ -26,12 +26,22 @@ def collect(state) -> None:
 
 def _problem(value) -> str | None:
     if isinstance(value, torch.Tensor):
-        return "tensor" if value.requires_grad and not isinstance(value, nn.Parameter) else None
+        if not value.requires_grad or isinstance(value, nn.Parameter) or _computed_from_parameters(value):
+            return None
+        return "tensor"
     if type(value) in (list, tuple):
         return type(value).__name__ if any(isinstance(v, nn.Parameter) for v in value) else None
     if type(value) is dict:
         return "dict" if any(isinstance(v, nn.Parameter) for v in value.values()) else None
     return None
+
+
+def _computed_from_parameters(tensor: torch.Tensor) -> bool:
+    """A result kept on the module (``self.loss``, ``self.cache = h``, a weight computed by a
+    reparametrisation): its gradient flows on to the Parameters it was computed from."""
+    if tensor.grad_fn is None:
+        return False
+    return any(isinstance(leaf, nn.Parameter) for leaf in graph.leaf_tensors([tensor.grad_fn]))
 
 
 def _creation_site(registry, value):

@@ -39,6 +39,7 @@ class Watched:
     nonzero_grad: bool = False
     zero_checks: int = 0
     grad_read: Site | None = None  # user code read .grad and found None or zeros
+    replaced: bool = False  # a torch layer reparametrised it (weight_norm ...): judged through the new leaves
     born: int = 0  # backward calls seen before it was watched
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules

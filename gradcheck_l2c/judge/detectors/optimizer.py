@@ -1,5 +1,6 @@
-"""`optimizer`: a watched parameter sits in two live optimizers at once, or gets gradients but is in
-none; or a ``step()`` finds every gradient erased since the last backward.
+"""`optimizer`: a watched parameter sits in two optimizers that both step it after the second was built
+(rebinding ``opt = SGD(...)`` for a new phase is silent), or gets gradients but is in none; or a
+``step()`` finds every gradient erased since the last backward.
 
 Both are noticed while the tensors live: at an optimizer's construction, and at a parameter's first
 gradient.
@@ -46,6 +47,9 @@ def scan(run) -> list[Finding]:
                 event.count, related={"defined": event.site},
             ))
             continue
+        first, second = event.extra["records"]
+        if not (first.step_order > second.created and second.step_order >= 0):
+            continue  # the first optimizer was done before the second was built: a new phase, not a clash
         attr = name.split(".", 1)[-1]
         found.append(run.finding(
             KIND, "warning", name, event.site,

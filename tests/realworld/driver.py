@@ -1,0 +1,64 @@
+"""Run each realworld program twice, untraced and under ``gradcheck-l2c trace --json``, each run in a
+process forked from this one (torch is imported once), and keep what the test compares.
+
+    python driver.py OUT_DIR program.py [program.py ...]
+
+For each program ``name`` it writes to OUT_DIR: ``name.plain.out`` / ``name.traced.out`` (stdout),
+``name.traced.err`` (the report), ``name.plain.pt`` / ``name.traced.pt`` (the final parameters, saved
+by the program at $REALWORLD_STATE), ``name.json`` (the findings) and ``name.status`` (both exit
+statuses as ``plain traced``).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import torch  # noqa: F401  (imported once, before forking)
+
+from gradcheck_l2c import cli
+from gradcheck_l2c.runner import ScriptRunner, run_script
+
+
+def _child(out_dir: str, name: str, label: str, program: str) -> None:
+    """In the forked child: send stdout/stderr to files, run the program, exit with its status."""
+    base = os.path.join(out_dir, f"{name}.{label}")
+    os.environ["REALWORLD_STATE"] = base + ".pt"
+    for fd, suffix in ((1, ".out"), (2, ".err")):
+        handle = os.open(base + suffix, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(handle, fd)
+        os.close(handle)
+    status = 1
+    try:
+        if label == "plain":
+            outcome = run_script(ScriptRunner(program))
+            status = 1 if outcome.exception is not None else outcome.exit_status
+            if outcome.exception is not None:
+                print(repr(outcome.exception), file=sys.stderr)
+        else:
+            status = cli.main(["trace", "--json", os.path.join(out_dir, f"{name}.json"), program])
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(status)
+
+
+def _run(out_dir: str, name: str, label: str, program: str) -> int:
+    pid = os.fork()
+    if pid == 0:
+        _child(out_dir, name, label, program)
+    _, wait_status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(wait_status)
+
+
+def main(argv: list[str]) -> int:
+    out_dir, programs = argv[0], argv[1:]
+    for program in programs:
+        name = os.path.splitext(os.path.basename(program))[0]
+        statuses = [_run(out_dir, name, label, program) for label in ("plain", "traced")]
+        with open(os.path.join(out_dir, f"{name}.status"), "w") as handle:
+            handle.write(" ".join(map(str, statuses)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

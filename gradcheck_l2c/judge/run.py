@@ -36,9 +36,10 @@ class Run:
 
     def expected(self, watched: Watched) -> bool:
         """The user asked for this gradient: by watching it, reading its ``.grad``, or creating it
-        with ``requires_grad=True`` themselves (module parameters require grad by default)."""
-        return watched.explicit or watched.grad_read is not None or watched.user_leaf or (
-            self.state.spec.narrowed and watched.key in self.keys)
+        with ``requires_grad=True`` themselves (module parameters require grad by default) — unless
+        ``copy.deepcopy`` copied it: then the copies learn, and the template is judged through them."""
+        return (watched.explicit or watched.grad_read is not None or (watched.user_leaf and not watched.copied)
+                or (self.state.spec.narrowed and watched.key in self.keys))
 
     def expected_or_optimized(self, watched: Watched) -> bool:
         return self.expected(watched) or self.optimized_param(watched)

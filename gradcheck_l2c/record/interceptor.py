@@ -327,6 +327,9 @@ def _library_copy(state: TraceState, tensor: Tensor, callers: tuple[str, ...]) -
     """A detach or ``.data`` read that copies, not cuts: ``copy.deepcopy`` makes new leaves (watched
     under their own names), and differentiation APIs differentiate a detached copy of the user's leaf."""
     if "__deepcopy__" in callers:
+        watched = state.registry.get(tensor)
+        if watched is not None:
+            watched.copied = True
         return True
     if called_from(DIFFERENTIATORS, 2):
         state.differentiated_by_library(tensor)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import weakref
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,7 @@ class Watched:
     zero_checks: int = 0
     grad_read: Site | None = None  # user code read .grad and found None or zeros
     replaced: bool = False  # a torch layer reparametrised it (weight_norm ...): judged through the new leaves
+    copied: bool = False  # copy.deepcopy copied it: a template, judged through its copies
     born: int = 0  # backward calls seen before it was watched
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
@@ -186,13 +188,15 @@ class WatchRegistry:
             for child in module.modules():
                 if child is not module:
                     inner.add(id(child))
+        roots = [(module, variable) for module, variable in live if id(module) not in inner]
+        classes = Counter(type(module).__name__ for module, _ in roots)
         qualified: dict[int, list[str]] = {}
-        for module, variable in live:
-            if id(module) in inner:
-                continue
+        for module, variable in roots:
             root = type(module).__name__
             for qualname, tensor in _named_tensors(module):
                 names = qualified.setdefault(id(tensor), [])
+                if variable and classes[root] > 1:  # copies of one model (a target network): by variable
+                    names.append(f"{variable}.{qualname}")
                 names.extend([f"{root}.{qualname}", qualname])
                 if variable:
                     names.append(f"{variable}.{qualname}")

@@ -29,10 +29,7 @@ KNOWN_MISSES: dict[str, str] = {
                                     "known (the finding sits on the forward that skips it)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
-KNOWN_NOISY: dict[str, str] = {
-    "f1_autograd_grad_raises": "gradients returned by torch.autograd.grad are not counted as arrivals (issue 11)",
-    "f6_assert_reaches_item": "gradients returned by torch.autograd.grad are not counted as arrivals (issue 11)",
-}
+KNOWN_NOISY: dict[str, str] = {}
 
 
 def _run(path: Path, entry: str) -> tuple[list[Any], BaseException | None]:

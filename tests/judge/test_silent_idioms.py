@@ -1,0 +1,206 @@
+"""Correct idioms that used to get findings stay silent (or get a note where the mathematics explains a
+zero gradient), and the real bug beside each idiom is still found at its own line."""
+from __future__ import annotations
+
+import textwrap
+
+PRELUDE = """
+import copy
+import torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+"""
+
+
+def program(code: str) -> str:
+    return PRELUDE + textwrap.dedent(code)
+
+
+def loud(t):
+    return [(f.kind, f.tensor, f.line, f.severity) for f in t.findings if f.severity in ("error", "warning")]
+
+
+def missing(t):
+    return [w.name for w in t.watched if w.got_grad is False]
+
+
+def test_a_leaf_differentiated_only_by_autograd_grad_is_silent(snippet):
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    image = x.clone().requires_grad_(True)
+    scores = model(image)
+    top = scores.gather(1, scores.argmax(1, keepdim=True)).sum()
+    (saliency,) = torch.autograd.grad(top, image)
+    """))
+    t = script.run()
+    assert loud(t) == [] and missing(t) == []
+
+
+def test_backward_with_inputs_leaves_the_others_alone_on_purpose(snippet):
+    script = snippet(program("""
+    encoder, head = nn.Linear(4, 8), nn.Linear(8, 3)
+    opt = torch.optim.Adam(head.parameters())
+    loss = F.cross_entropy(head(encoder(x)), y)
+    loss.backward(inputs=list(head.parameters()))
+    opt.step()
+    """))
+    t = script.run()
+    assert loud(t) == [] and missing(t) == []
+
+
+def test_differentiation_apis_count_as_differentiating_the_leaf(snippet):
+    script = snippet(program("""
+    w = torch.randn(4, requires_grad=True)
+    _, hvp = torch.autograd.functional.hvp(lambda w: torch.tanh(x @ w).pow(2).sum(), w, torch.ones(4))
+    probe = torch.randn(3, dtype=torch.double, requires_grad=True)
+    torch.autograd.gradcheck(torch.sin, (probe,))
+    """))
+    t = script.run()
+    assert loud(t) == [] and missing(t) == []
+
+
+def test_exactly_zero_gradients_are_one_note_and_a_cut_is_still_an_error(snippet):
+    silent = snippet(program("""
+    critic = nn.Linear(4, 3)
+    opt = torch.optim.SGD(critic.parameters(), lr=0.1)
+    F.relu(critic(x) - 1e3).sum().backward()  # every unit dead: d/dw is exactly zero
+    opt.step()
+    """))
+    t = silent.run()
+    assert loud(t) == []
+    notes = [(f.kind, f.tensor, f.severity, f.count) for f in t.findings]
+    assert notes == [("non_differentiable", "Linear.weight", "info", 2)]
+    assert "Linear.bias" in t.findings[0].message
+    cut = snippet(program("""
+    w = torch.randn(4, requires_grad=True)
+    (x @ w).round().sum().backward()  # <- round
+    """))
+    assert [(f.kind, f.line, f.severity) for f in cut.run().findings] == [
+        ("non_differentiable", cut.line("round"), "error")]
+
+
+def test_deepcopy_is_no_cut_and_a_real_cut_in_the_copy_is_found_at_its_line(snippet):
+    script = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+            self.alpha = nn.Parameter(torch.ones(1))
+
+        def forward(self, x):
+            return self.fc(x) * self.alpha.item()  # <- item
+
+    template = Net()
+    model = copy.deepcopy(template)
+    target = copy.deepcopy(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        with torch.no_grad():
+            reference = target(x).sum()
+        (loss + 0 * reference).backward()
+        opt.step()
+    """))
+    t = script.run()
+    assert [(kind, line) for kind, _, line, _ in loud(t)] == [("item", script.line("item"))]
+    assert loud(t)[0][1].endswith("alpha")
+
+
+def test_rebinding_the_optimizer_for_a_new_phase_is_silent(snippet):
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.Adam(model.parameters())
+    for _ in range(2):
+        opt.zero_grad(); F.cross_entropy(model(x), y).backward(); opt.step()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        opt.zero_grad(); F.cross_entropy(model(x), y).backward(); opt.step()
+    """))
+    assert loud(script.run()) == []
+
+
+def test_a_parameter_added_with_add_param_group_is_in_an_optimizer(snippet):
+    script = snippet(program("""
+    body, head = nn.Linear(4, 4).requires_grad_(False), nn.Linear(4, 3)
+    opt = torch.optim.SGD(head.parameters(), lr=0.1)
+    body.requires_grad_(True)
+    opt.add_param_group({"params": body.parameters()})
+    F.cross_entropy(head(body(x)), y).backward()
+    opt.step()
+    """))
+    assert loud(script.run()) == []
+
+
+def test_reparametrised_parameters_are_judged_through_their_parametrizations(snippet):
+    script = snippet(program("""
+    from torch.nn.utils.parametrizations import spectral_norm, weight_norm
+    import torch.nn.utils.parametrize as parametrize
+
+    class Symmetric(nn.Module):
+        def forward(self, X):
+            return X.triu() + X.triu(1).transpose(-1, -2)
+
+    square = nn.Linear(4, 4)
+    parametrize.register_parametrization(square, "weight", Symmetric())
+    model = nn.Sequential(weight_norm(nn.Linear(4, 4)), spectral_norm(nn.Linear(4, 4)), square,
+                          nn.utils.weight_norm(nn.Linear(4, 3)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    F.cross_entropy(model(x), y).backward()
+    opt.step()
+    """))
+    t = script.run()
+    assert loud(t) == [] and missing(t) == []
+
+
+def test_results_kept_on_a_module_are_not_unregistered_parameters(snippet):
+    script = snippet(program("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+            self.cache = None
+
+        def forward(self, x, y):
+            self.cache = self.fc(x)
+            self.loss = F.cross_entropy(self.cache, y)
+            return self.cache
+
+    model = Model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(x, y)
+    model.loss.backward()
+    opt.step()
+    """))
+    assert loud(script.run()) == []
+
+
+def test_embedding_with_padding_idx_runs_under_the_trace(snippet):
+    script = snippet(program("""
+    emb = nn.Embedding(10, 4, padding_idx=0)
+    emb(torch.tensor([[0, 1, 2]])).sum().backward()
+    """))
+    assert loud(script.run()) == []
+
+
+def test_initialisers_are_never_the_last_use(snippet):
+    script = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used = nn.Linear(4, 3)
+            self.unused = nn.Parameter(torch.empty(3, 4))  # <- param
+            nn.init.orthogonal_(self.unused)
+
+        def forward(self, x):
+            return self.used(x)
+
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    F.cross_entropy(model(x), y).backward()
+    opt.step()
+    """))
+    found = [(f.kind, f.tensor, f.line) for f in script.run().findings if f.severity != "info"]
+    assert found == [("unused_parameter", "Net.unused", script.line("param"))]

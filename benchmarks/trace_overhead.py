@@ -1,8 +1,9 @@
-"""Traced / untraced time, side by side with anomaly mode, on two training workloads.
+"""Traced / untraced time, side by side with anomaly mode, on three training workloads.
 
-Workloads: reference L2C rounds (CNN, conv-bound) and an op-bound MLP (20 x [Linear, LayerNorm,
-GELU], width 64, batch 8). Each configuration runs interleaved in rounds and the median per-step
-time is used, so machine noise hits all of them alike.
+Workloads: reference L2C rounds (CNN, conv-bound), an op-bound MLP (20 x [Linear, LayerNorm,
+GELU], width 64, batch 8), and one step of a realworld corpus program (a TransformerEncoder
+classifier). Each configuration runs interleaved in rounds and the median per-step time is used,
+so machine noise hits all of them alike.
 
     python benchmarks/trace_overhead.py [--rounds 5] [--steps 200]
 """
@@ -33,6 +34,36 @@ def mlp_workload() -> Callable[[], None]:
         optimizer.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+
+    return step
+
+
+def realworld_workload() -> Callable[[], None]:
+    """One training step of a realworld corpus program (tests/realworld/programs/transformer_encoder.py:
+    nn.TransformerEncoder with cloned layers, padding mask, AdamW, clipping, LambdaLR)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "tests" / "realworld" / "programs" / "transformer_encoder.py"
+    spec = importlib.util.spec_from_file_location("realworld_transformer_encoder", path)
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)  # type: ignore[union-attr]
+    torch.manual_seed(0)
+    model = program.Classifier()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    src = torch.randint(1, 50, (10, 8))
+    src[7:, :3] = 0
+    padding_mask = (src == 0).t()
+    y = torch.randint(0, 3, (8,))
+    losses: list[float] = []
+
+    def step() -> None:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(src, padding_mask), y, label_smoothing=0.1)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         optimizer.step()
         losses.append(loss.item())
 
@@ -70,7 +101,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     workloads = [("MLP 20x[Linear,LayerNorm,GELU]", mlp_workload(), args.steps),
-                 ("reference L2C (CNN)", l2c_workload(), args.l2c_steps)]
+                 ("reference L2C (CNN)", l2c_workload(), args.l2c_steps),
+                 ("realworld transformer_encoder", realworld_workload(), args.steps // 4)]
     contexts = {"untraced": nullcontext, "traced": trace, "anomaly": anomaly}
     print(f"{'workload':34} {'untraced':>10} {'traced':>8} {'anomaly':>8}")
     for name, step, steps in workloads:

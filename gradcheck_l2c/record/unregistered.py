@@ -1,6 +1,7 @@
 """Grad-requiring tensors, and Parameters in plain lists/dicts, held by live modules without being
-registered (results computed from Parameters, like ``self.loss``, are fine): remembered with their creation site while the modules are alive, for the
-``non_parameter_tensor`` detector to judge after the run."""
+registered (results computed from Parameters, like ``self.loss``, are fine): remembered with their
+creation site while the modules are alive, for the ``non_parameter_tensor`` detector to judge after
+the run."""
 from __future__ import annotations
 
 import torch

@@ -204,3 +204,15 @@ def test_initialisers_are_never_the_last_use(snippet):
     """))
     found = [(f.kind, f.tensor, f.line) for f in script.run().findings if f.severity != "info"]
     assert found == [("unused_parameter", "Net.unused", script.line("param"))]
+
+
+def test_a_finding_without_a_place_takes_the_first_user_line_the_trace_knows(snippet):
+    from gradcheck_l2c.judge.run import Run
+
+    script = snippet(program("""
+    w = torch.randn(3, requires_grad=True)  # <- made
+    w.sum().backward()
+    """))
+    t = script.run()
+    finding = Run(t._state, set()).finding("optimizer", "warning", "w", None, "message", "fix")
+    assert (finding.file, finding.line) == (str(script.path), script.line("made"))

@@ -14,7 +14,13 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, caller_is_user, library_callers, user_site
+from gradcheck_l2c.record.locations import (
+    DIFFERENTIATORS,
+    called_from,
+    caller_is_user,
+    library_callers,
+    user_site,
+)
 from gradcheck_l2c.record.state import TraceState, op_label, tensors_in
 
 Tensor = torch.Tensor

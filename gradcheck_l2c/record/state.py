@@ -5,7 +5,6 @@ The interceptor and the patches report raw facts here; `judge` turns them into f
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import weakref
 from collections import deque

@@ -10,19 +10,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import TextIO
 
 import gradcheck_l2c
 from gradcheck_l2c.errors import GradcheckError, UsageError
+from gradcheck_l2c.launch import Report, finish_rank, launch, rank_env
 from gradcheck_l2c.paths import output_file, output_folder
 from gradcheck_l2c.present.concise import format_concise
 from gradcheck_l2c.present.github import format_github
 from gradcheck_l2c.present.gitlab import codequality_document, write_codequality
 from gradcheck_l2c.present.jsonreport import json_document, write_json
+from gradcheck_l2c.present.merge import RankResult
 from gradcheck_l2c.present.repository import repository_root
 from gradcheck_l2c.present.sarifreport import sarif_document, write_sarif
 from gradcheck_l2c.present.textreport import format_report, summary_line
+from gradcheck_l2c.records import Finding, WatchedTensor, fails
 from gradcheck_l2c.rules import RULES
 from gradcheck_l2c.runner import (
     EXIT_FINDINGS,
@@ -40,8 +44,10 @@ PROG = "gradcheck-l2c"
 
 # Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
 _VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--gitlab-codequality", "--output-format", "--fail-on",
-                            "--max-findings", "--render", "--format"})
+                            "--max-findings", "--render", "--format", "--nproc-per-node"})
 OUTPUT_FORMATS = ("full", "concise", "github")
+#: Options a distributed run's merging process handles; its ranks run without them.
+_MERGED_OUTPUTS = ("--nproc-per-node", "--json", "--sarif", "--gitlab-codequality")
 _NAMES_IN_WARNING = 12
 
 
@@ -95,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--format", metavar="FORMAT",
                        help="image format for --render: svg (default), png, pdf or dot")
     trace.add_argument("--full", action="store_true", help="with --render, draw whole graphs, not only the cut")
+    trace.add_argument("--nproc-per-node", type=_count, metavar="N",
+                       help="run N ranks through torchrun's launcher (standalone, this machine), trace each, "
+                       "and print one report merged from all ranks")
     loudness = trace.add_mutually_exclusive_group()
     loudness.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
     loudness.add_argument("-v", "--verbose", action="store_true",
@@ -139,6 +148,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         namespace.script = None if as_module else target
         namespace.module = target if as_module else None
         namespace.args = script_args
+        namespace.options = options
         return namespace
     namespace = parser.parse_args(argv)
     if namespace.command is None:
@@ -228,31 +238,39 @@ def _trace_command(options: argparse.Namespace) -> int:
 
         options.format = check_format(options.format or "svg")
         options.render = output_folder(options.render, "--render")
+    if options.nproc_per_node:
+        target = options.module or os.path.abspath(options.script)
+        return launch(options.nproc_per_node, _rank_command(options),
+                      _reporter(options, target, [], output_format, root))
+    env = rank_env()
+    if env is not None and options.render:
+        options.render = os.path.join(options.render, f"rank-{env.rank}")
     runner = ScriptRunner(options.module or options.script, options.args, as_module=bool(options.module))
     try:
         runner.prepare()
     except SyntaxError as exc:
         show_exception(exc)
         return EXIT_FINDINGS
+    if env is not None:
+        env.register()
 
     tracer, outcome = traced_run(
         runner,
         watch=options.watch,
         record_sites=bool(options.render),
         stream=stderr,
-        show_status=not options.quiet and is_terminal(stderr),
+        show_status=not options.quiet and is_terminal(stderr) and env is None,
         keep_tool_frames=options.verbose,
     )
     if tracer.forked:  # a child the script forked ended: it exits with its own status; the parent reports
         return exit_code(outcome, (), "never")
     findings, watched = tracer.findings, tracer.watched
-    code = exit_code(outcome, findings, options.fail_on)
-    color = use_color(stderr)
+    status = exit_code(outcome, (), "never")  # how the script ended, findings aside
     if tracer.disabled:
         from gradcheck_l2c.tracer import DISABLE_VARIABLE
 
         print(f"{PROG}: tracing is off ({DISABLE_VARIABLE} is set): the script ran untraced.", file=stderr)
-        return code
+        return exit_code(outcome, findings, options.fail_on)
 
     if tracer.unmatched_patterns:
         ended = outcome.exception is None and not outcome.exit_status  # else it may not have got that far
@@ -263,35 +281,21 @@ def _trace_command(options: argparse.Namespace) -> int:
     if outcome.exception is not None:
         print(f"{PROG}: the script stopped with {type(outcome.exception).__name__}; "
               "the report covers what ran before.", file=stderr)
-    if options.quiet:
-        print(summary_line(findings, watched, color=color), file=stderr)
-    elif output_format == "concise":
-        stderr.write(format_concise(findings, watched, verbose=options.verbose))
-    elif output_format == "github":
-        stderr.write(format_github(findings, watched, verbose=options.verbose))
-    else:
-        stderr.write(format_report(findings, watched, color=color,
-                                   max_findings=options.max_findings, verbose=options.verbose))
-    if options.json:
-        write_json(options.json, json_document(script=runner.filename, argv=[runner.argv0, *runner.args],
-                                               exit_code=code, watched=watched, findings=findings))
-        if not options.quiet:
-            print(f"{PROG}: wrote the JSON report to {options.json}", file=stderr)
-    if options.sarif:
-        write_sarif(options.sarif, sarif_document(findings, version=gradcheck_l2c.__version__, root=root,
-                                                  exit_code=code))
-        if not options.quiet:
-            print(f"{PROG}: wrote the SARIF report to {options.sarif}", file=stderr)
-    if options.gitlab_codequality:
-        write_codequality(options.gitlab_codequality, codequality_document(findings, root=root))
-        if not options.quiet:
-            print(f"{PROG}: wrote the code quality report to {options.gitlab_codequality}", file=stderr)
+    argv = [runner.argv0, *runner.args]
+    report = _reporter(options, runner.filename, argv, output_format, root)
+    code = status
+    if env is None:
+        code = report(findings, watched, status, "", True)
     if options.render:
         from gradcheck_l2c.present.draw.render import render_graphs, render_summary
 
         written = render_graphs(tracer, options.render, fmt=options.format, full=options.full)
         if not options.quiet:
             print(f"{PROG}: {render_summary(written, options.format)}", file=stderr)
+    if env is not None:
+        result = RankResult(env.rank, status, bool(status), time.time(), runner.filename or "", argv, findings,
+                            watched)
+        code = finish_rank(env, result, report)
     return code
 
 
@@ -313,6 +317,62 @@ def format_rules() -> str:
 def _rules_command(options: argparse.Namespace) -> int:
     sys.stdout.write(format_rules())
     return EXIT_OK
+
+
+def _reporter(options: argparse.Namespace, script: str | None, argv: list[str], output_format: str,
+              root: str | None) -> Report:
+    """The function that prints the report (and writes ``--json``, ``--sarif``, ``--gitlab-codequality``)
+    for one process or a merged run; ``label`` prefixes every line (``[rank 1] ``), ``write`` allows the
+    files."""
+    stderr = sys.stderr
+
+    def report(findings: Sequence[Finding], watched: Sequence[WatchedTensor], failed: int, label: str,
+               write: bool) -> int:
+        code = failed or (EXIT_FINDINGS if fails(findings, options.fail_on) else EXIT_OK)
+        color = use_color(stderr) and not label
+        if options.quiet:
+            text = summary_line(findings, watched, color=color) + "\n"
+        elif output_format == "concise":
+            text = format_concise(findings, watched, verbose=options.verbose)
+        elif output_format == "github":
+            text = format_github(findings, watched, verbose=options.verbose)
+        else:
+            text = format_report(findings, watched, color=color, max_findings=options.max_findings,
+                                 verbose=options.verbose)
+        stderr.write("".join(label + line for line in text.splitlines(keepends=True)) if label else text)
+        if options.json and write:
+            document = json_document(script=script or "", exit_code=code,
+                                     argv=argv or [options.module or options.script, *options.args],
+                                     watched=watched, findings=findings)
+            write_json(options.json, document)
+            if not options.quiet:
+                print(f"{PROG}: wrote the JSON report to {options.json}", file=stderr)
+        if options.sarif and write:
+            write_sarif(options.sarif, sarif_document(findings, version=gradcheck_l2c.__version__, root=root,
+                                                      exit_code=code))
+            if not options.quiet:
+                print(f"{PROG}: wrote the SARIF report to {options.sarif}", file=stderr)
+        if options.gitlab_codequality and write:
+            write_codequality(options.gitlab_codequality, codequality_document(findings, root=root))
+            if not options.quiet:
+                print(f"{PROG}: wrote the code quality report to {options.gitlab_codequality}", file=stderr)
+        return code
+
+    return report
+
+
+def _rank_command(options: argparse.Namespace) -> list[str]:
+    """The command each rank runs: this tool's ``trace`` with the options that matter inside a rank."""
+    words, skip = [], False
+    for word in options.options:
+        if skip:
+            skip = False
+        elif word in _MERGED_OUTPUTS:
+            skip = True
+        elif not word.startswith(tuple(f"{option}=" for option in _MERGED_OUTPUTS)):
+            words.append(word)
+    target = ["-m", options.module] if options.module else [options.script]
+    return [sys.executable, "-m", "gradcheck_l2c", "trace", *words, *target, *options.args]
 
 
 def _demo_command(options: argparse.Namespace) -> int:

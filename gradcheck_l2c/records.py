@@ -29,13 +29,14 @@ KINDS: tuple[str, ...] = (
     "state_dict_alias",
     "optimizer",
     "untraced_thread",
+    "ddp_unused",
     "unused_suppression",
 )
 
 #: Kinds that explain why a tensor got no gradient; the others flag bugs beside the gradient path.
 CAUSES: frozenset[str] = frozenset({
     "item", "numpy", "tensor_rewrap", "detach", "data_attr", "no_grad", "state_dict_reload", "new_parameter",
-    "unused_parameter", "non_leaf_watched", "non_differentiable", "inplace_saved",
+    "unused_parameter", "ddp_unused", "non_leaf_watched", "non_differentiable", "inplace_saved",
 })
 
 
@@ -66,7 +67,8 @@ class Finding:
     the call starts on it, when known. ``count`` is how many times the same event (same kind, tensor and
     place) happened during the trace; ``related`` are other places that belong to it (where the symptom
     showed, where the tensor was defined). ``suppressed``: a ``# gradcheck: ignore`` comment on the line
-    silenced it; it stays in JSON and SARIF but is not listed and fails nothing.
+    silenced it; it stays in JSON and SARIF but is not listed and fails nothing. ``ranks``: in a report
+    merged from a distributed run, the ranks that found it (empty otherwise).
     """
 
     kind: str
@@ -81,10 +83,14 @@ class Finding:
     related: tuple[Related, ...] = ()
     column: int | None = None
     suppressed: bool = False
+    ranks: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "related"}
+        document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                    if f.name not in ("related", "ranks")}
         document["related"] = [place.to_dict() for place in self.related]
+        if self.ranks:
+            document["ranks"] = list(self.ranks)
         return document
 
     @property

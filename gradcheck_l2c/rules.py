@@ -66,6 +66,11 @@ RULES: tuple[Rule, ...] = (
     Rule("GC017", "untraced_thread", "warning", "Backward calls ran in a thread the trace does not cover "
          "(torch-function modes are per thread), so nothing judged them.",
          "Run the training step in the thread that starts the trace, or start the trace in that thread."),
+    Rule("GC018", "ddp_unused", "error", "DistributedDataParallel waited for a gradient that never came (its "
+         "'Expected to have finished reduction' error, a static_graph=True mismatch), or find_unused_parameters=True "
+         "found a parameter unused in every iteration.",
+         "Use the parameter in forward so its output reaches the loss, or delete it; freeze it with "
+         "requires_grad_(False) before DDP(...); find_unused_parameters=True is the costly last resort."),
     Rule("GC900", "unused_suppression", "info", "A '# gradcheck: ignore' comment silenced no finding during "
          "the run.", "Remove the comment, or name the code it should silence."),
 )

@@ -67,6 +67,12 @@ class Trace:
             self._stop()  # a second pass finishes what an interrupt cut short in the first; else a no-op
         if self._state is not None and not self.forked:
             self._verdict = self._judge()
+            if isinstance(exc_info[1], RuntimeError):
+                from gradcheck_l2c.judge.detectors.ddp_unused import note
+
+                text = note(self._verdict.findings)
+                if text:
+                    exc_info[1].add_note(text)
 
     def __call__(self, function: F) -> F:
         if inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) \

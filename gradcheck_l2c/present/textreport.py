@@ -215,6 +215,9 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     count = max(finding.count for finding in group)
     if count > 1:
         head += f" (×{count})"
+    ranks = sorted({rank for finding in group for rank in finding.ranks})
+    if ranks:
+        head += f" [{_plural(len(ranks), 'rank')} {', '.join(map(str, ranks))}]"
     names = [finding.tensor for finding in group if finding.tensor]
     if with_tensor and names:
         head += ": " + ", ".join(names[:_TENSORS_PER_ENTRY])

@@ -348,6 +348,7 @@ def _explained(state: TraceState, func, args, kwargs, roots: list[Tensor]) -> An
     try:
         return func(*args, **kwargs)
     except RuntimeError as error:
+        state.ddp.error(error, user_site(2))
         if state.explain_backward_error is not None:
             state.explain_backward_error(state, error, roots)
         raise

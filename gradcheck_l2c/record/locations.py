@@ -29,6 +29,11 @@ _LIBRARY_DIRS = tuple(
 )
 USER, LIBRARY, OWN = 0, 1, 2
 _kinds: dict[str, int] = {}
+#: torch code that moves parameters between processes (DDP's broadcasts, buckets, reducer): its
+#: copies and detaches of parameters are no cuts.
+_DISTRIBUTED_DIRS = tuple(_directory(os.path.join(os.path.dirname(torch.__file__), *parts))
+                          for parts in (("distributed",), ("nn", "parallel")))
+_distributed: dict[str, bool] = {}
 
 
 def frame_kind(filename: str) -> int:
@@ -166,6 +171,24 @@ def called_from(files: tuple[str, ...], depth: int = 1) -> bool:
         if kind == USER:
             return False
         if kind == LIBRARY and any(part in filename for part in files):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def in_distributed(depth: int = 1) -> bool:
+    """Whether torch.distributed or torch.nn.parallel code runs between the caller and user code."""
+    frame: FrameType | None = sys._getframe(depth + 1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        kind = _kinds.get(filename)
+        if (kind if kind is not None else frame_kind(filename)) == USER:
+            return False
+        inside = _distributed.get(filename)
+        if inside is None:
+            path = os.path.normcase(os.path.realpath(filename))
+            inside = _distributed[filename] = path.startswith(_DISTRIBUTED_DIRS)
+        if inside:
             return True
         frame = frame.f_back
     return False

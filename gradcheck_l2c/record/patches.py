@@ -10,7 +10,8 @@
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
 - ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor;
 - autograd's engine: counts the backward passes of threads the trace does not cover, so the report
-  says they ran unjudged.
+  says they ran unjudged;
+- ``DistributedDataParallel``: which parameters it reduces, which modules each forward calls, its errors.
 
 The hooks act only in the thread that started the trace (torch-function modes are per thread, and the
 trace state is not shared between threads); in other threads they call straight through.
@@ -70,6 +71,12 @@ class Patches:
         self._replace(torch.autograd.Function, "apply",
                       classmethod(self._function_apply(torch.autograd.Function.__dict__["apply"])))
         self._replace_attribute(warnings, "showwarning", _user_located(warnings.showwarning))
+        if torch.distributed.is_available():
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            self._undo.append(self.state.ddp.remove_hooks)
+            self._replace(DDP, "_build_params_for_reducer", self._ddp_params(DDP._build_params_for_reducer))
+            self._replace(DDP, "forward", self._ddp_forward(DDP.forward))
 
     def restore(self) -> None:
         """Undo, newest first. Each step is dropped only once it ran, and running one twice is harmless:
@@ -205,6 +212,36 @@ class Patches:
                 state.custom_forward -= 1
 
         return apply
+
+    def _ddp_params(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """DDP builds its reducer: the parameters it returns are those DDP's indices count."""
+        state = self.state
+
+        def build(ddp: Any) -> Any:
+            params, sparse = original(ddp)
+            state.registry.add_module(ddp.module)
+            for name, param in ddp.module.named_parameters():
+                state.watch_leaf(param, None, owner=(ddp.module, name))  # a model built before the trace
+            state.ddp.wrapped(ddp, params, state.registry.key_of, len(state.events))
+            return params, sparse
+
+        return build
+
+    def _ddp_forward(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Count DDP forwards; keep DDP's unused-parameter error, raised here about the last iteration."""
+        log, registry = self.state.ddp, self.state.registry
+
+        def forward(ddp: Any, *args: Any, **kwargs: Any) -> Any:
+            record = log.forward(ddp, len(self.state.events))
+            try:
+                return original(ddp, *args, **kwargs)
+            except RuntimeError as error:
+                frozen = frozenset(k for k in map(registry.key_of, ddp.parameters())
+                                   if k is not None and not registry.all[k].tensor.requires_grad)
+                log.error(error, user_site(1), record, frozen, in_forward=True)
+                raise
+
+        return forward
 
     def _optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
         state = self.state

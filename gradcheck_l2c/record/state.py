@@ -16,6 +16,7 @@ from torch import nn
 
 from gradcheck_l2c.record import graph, unregistered
 from gradcheck_l2c.record.events import Event, EventLog
+from gradcheck_l2c.record.ddp import DdpLog
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
     INITIALISERS,
@@ -24,6 +25,7 @@ from gradcheck_l2c.record.locations import (
     Site,
     called_from,
     frame_kind,
+    in_distributed,
     user_frame,
     user_site,
 )
@@ -98,6 +100,7 @@ class TraceState:
     events: EventLog = field(default_factory=EventLog)
     taints: TaintStore = field(default_factory=TaintStore)
     backward_count: int = 0
+    events_at_backward: int = 0  # events recorded before the last backward ended
     reached_now: list[int] = field(default_factory=list)
     missed: dict[int, dict[Chain, int]] = field(default_factory=dict)
     read_missing: list[tuple[Site | None, str, bool, Any]] = field(default_factory=list)
@@ -121,6 +124,7 @@ class TraceState:
     consumers: dict[int, str] = field(default_factory=dict)  # watched key -> op that takes the leaf
     custom_forward: int = 0  # depth of custom autograd.Function forwards (grad is off there by design)
     inplace_seen: dict[tuple[Site | None, str], list] = field(default_factory=dict)  # -> [keys, count]
+    ddp: DdpLog = field(default_factory=DdpLog)  # DistributedDataParallel wrappers and their errors
     # set by the front door: adds what the trace knows to a backward's RuntimeError (judge stage)
     explain_backward_error: Callable[[TraceState, RuntimeError, list[Tensor]], None] | None = None
 
@@ -232,6 +236,8 @@ class TraceState:
             keys = self.reach(tensor) - exclude
             if not keys:
                 continue
+            if not new and in_distributed(1):
+                return inherited  # DDP's own broadcasts and buckets, not the user's code
             if site is None:
                 site = user_site(2)
             source = grad_fn_of(tensor)
@@ -287,7 +293,7 @@ class TraceState:
                 live |= self.reach(source)
         live -= own
         inherited = _without(inherited, own)
-        if not live and inherited is None:
+        if (not live and inherited is None) or in_distributed(1):
             for target in targets:
                 self.taints.discard(target)
             return
@@ -381,6 +387,7 @@ class TraceState:
         returns instead of filling ``.grad``.
         """
         self.backward_count += 1
+        self.events_at_backward = len(self.events)
         registry = self.registry
         # the accumulate hook fires even when a custom Function's backward returned None for the leaf
         reached = {key for key in self.reached_now if _has_grad(registry.all[key].tensor)} | returned

@@ -182,7 +182,7 @@ class WatchRegistry:
 
     def resolve_names(self) -> None:
         """Give every watched tensor its display name and the aliases patterns may match."""
-        live = self.live_modules()
+        live = [_unwrapped(module, variable) for module, variable in self.live_modules()]
         inner: set[int] = set()
         for module, _ in live:
             for child in module.modules():
@@ -267,6 +267,14 @@ def _name(registry: WatchRegistry, tensor: torch.Tensor, name: str) -> None:
     watched = registry.get(tensor)
     if watched is not None and watched.variable is None and watched.owner is None and name != "self":
         watched.variable = name
+
+
+def _unwrapped(module: nn.Module, variable: str | None) -> tuple[nn.Module, str | None]:
+    """A data-parallel wrapper (DDP, DataParallel) stands for the module it wraps: its parameters are
+    named ``Net.fc.weight`` on every rank, as without the wrapper, and ``model.module.fc.weight``."""
+    if isinstance(module, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
+        return module.module, f"{variable}.module" if variable else None
+    return module, variable
 
 
 def _named_tensors(root: nn.Module) -> list[tuple[str, torch.Tensor]]:

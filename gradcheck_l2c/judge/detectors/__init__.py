@@ -5,6 +5,7 @@ once it ends (``scan``). Adding a detector is one file plus one line below.
 """
 from gradcheck_l2c.judge.detectors import (
     data_attr,
+    ddp_unused,
     detach,
     inplace_saved,
     item,
@@ -28,5 +29,5 @@ CUTS = {
     for module in (item, numpy_, tensor_rewrap, detach, data_attr, no_grad, state_dict_reload, new_parameter,
                    non_differentiable)
 }
-SCANNERS = (unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
+SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
             state_dict_alias, optimizer, untraced_thread)

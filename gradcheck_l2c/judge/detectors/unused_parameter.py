@@ -13,9 +13,10 @@ def scan(run) -> list[Finding]:
         return []
 
     found = []
+    told = {f.tensor for f in run.findings if f.kind == "ddp_unused"}  # DDP's unused parameters, explained
     for watched in run.watched():
         tensor = watched.tensor
-        if watched.ever_grad or watched.key in state.missed:
+        if watched.ever_grad or watched.key in state.missed or watched.name in told:
             continue
         if tensor is not None and not tensor.requires_grad:
             continue

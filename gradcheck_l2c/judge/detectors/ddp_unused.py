@@ -93,7 +93,7 @@ def _reason(run: Any, record: DdpRecord, key: int, module: DdpModule | None,
     cuts = [e for e in run.uses(run.state.registry.all[key]) if first <= e.order < end]
     if cuts:
         last = max(cuts, key=lambda e: e.order)
-        fix = run.describe_cut(last.kind, last.detail, name)[1].rstrip(".")
+        fix = run.cut_finding(last, name).fix.rstrip(".")
         return f"its values were cut from the loss at {last.site} ({last.detail})", f"at {last.site}: {fix}", last.site
     if module is None:
         return "no module of the model holds it", "use it in forward, or delete it", None

@@ -328,7 +328,7 @@ class TraceState:
         exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
         taint = self.taints.of_args(args, kwargs)
         if any(self.reach(t) - exclude for t in inputs) and not self.custom_forward \
-                and not called_from(_NOT_CUTS, 1):
+                and not called_from(_NOT_CUTS, 1) and not _in_module_apply():
             taint = self.taints.merge(taint, self.cut("no_grad", op_label(func), inputs, site=user_site(1),
                                                       exclude=exclude))
         if not inplace:
@@ -623,6 +623,18 @@ def grad_fn_of(tensor: Tensor) -> Any:
         return tensor.grad_fn
     except RuntimeError:
         return None
+
+
+def _in_module_apply() -> bool:
+    """Whether a module's ``_apply`` (``model.to(device)``, ``.half()``) is on the stack between here and
+    user code: it writes its results back into the same parameters, no cut."""
+    frame = sys._getframe(2)
+    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+        code = frame.f_code
+        if code.co_name == "_apply" and code.co_filename.endswith(os.path.join("torch", "nn", "modules", "module.py")):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _has_grad(tensor: Tensor | None) -> bool:

@@ -47,6 +47,7 @@ def test_unused_and_cut_layers_are_named_with_lines_in_one_merged_json(tmp_path)
     assert [p.name for p in work.iterdir()] == ["report.json"]
     document = json.loads((work / "report.json").read_text())
     found = {(f["kind"], f["tensor"], f["line"], tuple(f["ranks"])) for f in document["findings"]}
+    assert {kind for kind, *_ in found} == {"ddp_unused", "detach"}  # no blame for DDP(...) or model.to()
     both = (0, 1)
     assert ("ddp_unused", "Net.aux.weight", line("aux"), both) in found
     assert ("ddp_unused", "Net.mid.weight", line("mid"), both) in found

@@ -615,3 +615,24 @@ def test_legacy_variable_rewrap(snippet):
     assert [(f.kind, f.line) for f in t.findings if f.tensor == "w"] == [
         ("data_attr", script.line("variable")), ("tensor_rewrap", script.line("variable"))]
     assert isinstance(t.namespace["hidden"], t.namespace["Variable"])
+
+
+def test_moving_a_model_with_to_is_no_cut(snippet):
+    """``model.to(device)`` runs under no_grad inside torch and writes back into the same parameters."""
+    script = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 3)
+            self.head = nn.Linear(3, 3)  # <- head
+        def forward(self, x):
+            return self.body(x)
+    model = Net().to("cpu", torch.float32)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    """))
+    t = script.run()
+    assert {(f.kind, f.tensor, f.line) for f in t.findings} == {
+        ("unused_parameter", "Net.head.weight", script.line("head")),
+        ("unused_parameter", "Net.head.bias", script.line("head"))}

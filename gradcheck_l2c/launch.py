@@ -13,6 +13,7 @@ from __future__ import annotations
 import getpass
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -140,14 +141,16 @@ def _failing(results: list[RankResult], failures: dict[int, int], returncode: in
     """The rank that failed first and its exit status, or (None, 0); the launcher's own failure is 1.
 
     A rank torchrun saw die without writing a result was killed or crashed (status 128 + signal); it
-    comes first, since the others' errors (a closed connection) follow from it, and ranks torchrun stops
-    itself after a failure are not among its failures. Otherwise the rank whose script failed first.
+    comes first, since the others' errors (a closed connection) follow from it; among those, a SIGTERM
+    comes last, as that is how torchrun itself stops the other ranks after a failure. Otherwise the rank
+    whose script failed first.
     """
     reported = {r.rank for r in results}
-    for rank in sorted(failures):
-        if rank not in reported:
-            code = failures[rank]
-            return rank, 128 - code if code < 0 else code or 1
+    dead = sorted((code == -signal.SIGTERM, rank) for rank, code in failures.items() if rank not in reported)
+    if dead:
+        rank = dead[0][1]
+        code = failures[rank]
+        return rank, 128 - code if code < 0 else code or 1
     failed = sorted((r for r in results if r.failed), key=lambda r: r.ended)
     if failed:
         return failed[0].rank, failed[0].status or 1

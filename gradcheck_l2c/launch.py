@@ -140,20 +140,21 @@ def _present(results: list[RankResult], missing: list[int], failed: int, report:
 def _failing(results: list[RankResult], failures: dict[int, int], returncode: int) -> tuple[int | None, int]:
     """The rank that failed first and its exit status, or (None, 0); the launcher's own failure is 1.
 
-    A rank torchrun saw die without writing a result was killed or crashed (status 128 + signal); it
-    comes first, since the others' errors (a closed connection) follow from it; among those, a SIGTERM
-    comes last, as that is how torchrun itself stops the other ranks after a failure. Otherwise the rank
-    whose script failed first.
+    A rank torchrun saw die without writing a result, killed or crashed (status 128 + signal), comes
+    first: the others' errors (a closed connection) follow from it. Then the rank whose script failed
+    first. A rank ended by SIGTERM comes last: that is how torchrun stops the others after a failure.
     """
     reported = {r.rank for r in results}
-    dead = sorted((code == -signal.SIGTERM, rank) for rank, code in failures.items() if rank not in reported)
-    if dead:
-        rank = dead[0][1]
-        code = failures[rank]
-        return rank, 128 - code if code < 0 else code or 1
+    dead = {rank: 128 - code if code < 0 else code or 1 for rank, code in failures.items() if rank not in reported}
+    killed = [rank for rank in sorted(dead) if dead[rank] != 128 + signal.SIGTERM]
+    if killed:
+        return killed[0], dead[killed[0]]
     failed = sorted((r for r in results if r.failed), key=lambda r: r.ended)
     if failed:
         return failed[0].rank, failed[0].status or 1
+    if dead:
+        rank = min(dead)
+        return rank, dead[rank]
     return None, 1 if returncode else 0
 
 

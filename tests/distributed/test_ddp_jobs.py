@@ -71,7 +71,8 @@ def test_a_killed_rank_leaves_no_one_waiting(tmp_path):
     work, out = folders(tmp_path)
     job = run_job(traced(str(SCRIPT), "kill", str(out)), work)
     assert job.status == 128 + 9, job.stderr[-2000:]
-    assert "rank 1 ended without a report" in job.stderr
+    assert "rank 1 failed first (exit status 137)" in job.stderr
+    assert "ended without a report" in job.stderr
 
 
 def test_under_plain_torchrun_rank_0_prints_the_merged_report(tmp_path):

@@ -5,6 +5,7 @@ The interceptor and the patches report raw facts here; `judge` turns them into f
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import weakref
 from collections import deque

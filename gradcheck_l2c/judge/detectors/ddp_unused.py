@@ -107,4 +107,4 @@ def _reason(run: Any, record: DdpRecord, key: int, module: DdpModule | None,
         return (f"{module.cls}.forward ran but does not use it", f"use it in {module.cls}.forward, or delete it",
                 call)
     return (f"{module.path} was called at {call}, but its output did not reach the loss",
-            f"use its output in the loss, or stop computing it", call)
+            "use its output in the loss, or stop computing it", call)

@@ -13,8 +13,10 @@ COMPAT_INSTALLED := $(COMPAT_VENV)/.installed-$(COMPAT_TORCH)
 # The [test] extra less torchvision, whose wheels are built for one torch release each (the reference
 # imports it only to download CIFAR-10), and less build/twine (the wheel test runs in `make test`).
 COMPAT_DEPS := '.[notebook]' numpy tqdm scikit-learn pytest nbclient nbformat jsonschema
-# The notebook test runs in `make test`; the wheel test installs its own torch.
-COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py
+# The wheel test installs its own torch; the notebook and the reference's multi-process runs test the
+# reference, not the tracer, and are the slowest files: they run in `make test` only, to keep CI short.
+COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py \
+	--ignore=tests/reference/test_l2c_distributed.py
 
 .PHONY: setup test test-compat demo bench clean graphviz
 

@@ -39,7 +39,7 @@ def test_is_committed_without_outputs():
 def test_runs_top_to_bottom_and_shows_the_cuts_the_graph_and_the_heatmap(kernel):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(
-        notebook, kernel_name=kernel, timeout=120, resources={"metadata": {"path": str(ROOT)}}
+        notebook, kernel_name=kernel, timeout=600, resources={"metadata": {"path": str(ROOT)}}
     )
     client.execute()
 

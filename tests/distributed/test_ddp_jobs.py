@@ -49,14 +49,14 @@ def test_unused_and_cut_layers_are_named_with_lines_in_one_merged_json(tmp_path)
     found = {(f["kind"], f["tensor"], f["line"], tuple(f["ranks"])) for f in document["findings"]}
     assert {kind for kind, *_ in found} == {"ddp_unused", "detach"}  # no blame for DDP(...) or model.to()
     both = (0, 1)
-    assert ("ddp_unused", "Net.aux.weight", line("aux"), both) in found
-    assert ("ddp_unused", "Net.mid.weight", line("mid"), both) in found
-    assert ("detach", "Net.mid.weight", line("cut"), both) in found
+    assert ("ddp_unused", "model.aux.weight", line("aux"), both) in found
+    assert ("ddp_unused", "model.mid.weight", line("mid"), both) in found
+    assert ("detach", "model.mid.weight", line("cut"), both) in found
     by_tensor = {f["tensor"]: f for f in document["findings"] if f["kind"] == "ddp_unused"}
-    assert "never called" in by_tensor["Net.aux.weight"]["message"]
-    assert {(r["role"], r["line"]) for r in by_tensor["Net.mid.bias"]["related"]} >= {("used", line("cut"))}
-    assert {(r["role"], r["line"]) for r in by_tensor["Net.aux.bias"]["related"]} == {("symptom", line("loss"))}
-    assert job.stderr.count("ddp_unused [ranks 0, 1]: Net.aux.weight, Net.aux.bias") == 1
+    assert "never called" in by_tensor["model.aux.weight"]["message"]
+    assert {(r["role"], r["line"]) for r in by_tensor["model.mid.bias"]["related"]} >= {("used", line("cut"))}
+    assert {(r["role"], r["line"]) for r in by_tensor["model.aux.bias"]["related"]} == {("symptom", line("loss"))}
+    assert job.stderr.count("ddp_unused [ranks 0, 1]: model.aux.weight, model.aux.bias") == 1
     assert "the parameters DDP waited for" in job.stderr  # added to DDP's own error on each rank
 
 
@@ -81,11 +81,11 @@ def test_under_plain_torchrun_rank_0_prints_the_merged_report(tmp_path):
                            str(out)), work)
     assert job.status == 0, job.stderr[-2000:]  # warnings do not fail the job
     assert job.stderr.count("report merged from 2 ranks (0, 1)") == 1
-    assert "warning: ddp_unused [ranks 0, 1]: Net.aux.weight, Net.aux.bias" in job.stderr
+    assert "warning: ddp_unused [ranks 0, 1]: model.aux.weight, model.aux.bias" in job.stderr
     assert [p.name for p in work.iterdir()] == ["report.json"]
     document = json.loads((work / "report.json").read_text())
     assert {(f["tensor"], f["line"], tuple(f["ranks"])) for f in document["findings"]} == {
-        ("Net.aux.weight", line("aux"), (0, 1)), ("Net.aux.bias", line("aux"), (0, 1))}
+        ("model.aux.weight", line("aux"), (0, 1)), ("model.aux.bias", line("aux"), (0, 1))}
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2 or not torch.distributed.is_nccl_available(),
@@ -105,4 +105,4 @@ def test_on_two_gpus_with_nccl(tmp_path):
     document = json.loads((work / "report.json").read_text())
     found = {(f["kind"], f["tensor"], f["line"]) for f in document["findings"]}
     assert broken.status == 1
-    assert {("ddp_unused", "Net.aux.weight", line("aux")), ("ddp_unused", "Net.mid.weight", line("mid"))} <= found
+    assert {("ddp_unused", "model.aux.weight", line("aux")), ("ddp_unused", "model.mid.weight", line("mid"))} <= found

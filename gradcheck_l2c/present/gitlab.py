@@ -8,12 +8,11 @@ finding's own (kind, tensor, code line).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Iterable
 from typing import Any
 
-from gradcheck_l2c.errors import UsageError
+from gradcheck_l2c.present.jsonreport import write_json
 from gradcheck_l2c.present.repository import fingerprint, relative_path
 from gradcheck_l2c.records import Finding
 from gradcheck_l2c.rules import code_of
@@ -43,10 +42,5 @@ def codequality_document(findings: Iterable[Finding], *, root: str | None) -> li
 
 
 def write_codequality(path: str, document: list[dict[str, Any]]) -> None:
-    """Write the report, UTF-8; ``UsageError`` when the file cannot be written."""
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the code quality report to {path!r}: {exc.strerror}") from None
+    """Write the code quality report, UTF-8; ``UsageError`` when the file cannot be written."""
+    write_json(path, document, what="code quality report", ensure_ascii=False)

@@ -31,11 +31,12 @@ def json_document(
     }
 
 
-def write_json(path: str, document: dict[str, Any]) -> None:
-    """Write the JSON document, UTF-8, indented; ``UsageError`` when the file cannot be written."""
+def write_json(path: str, document: Any, *, what: str = "JSON report", ensure_ascii: bool = True) -> None:
+    """Write a JSON document (the ``--json`` report, SARIF, GitLab's), UTF-8, indented; ``UsageError``
+    naming ``what`` when the file cannot be written."""
     try:
         with open(path, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2)
+            json.dump(document, handle, indent=2, ensure_ascii=ensure_ascii)
             handle.write("\n")
     except OSError as exc:
-        raise UsageError(f"cannot write the JSON report to {path!r}: {exc.strerror}") from None
+        raise UsageError(f"cannot write the {what} to {path!r}: {exc.strerror}") from None

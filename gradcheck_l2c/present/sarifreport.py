@@ -7,7 +7,6 @@ Paths inside the repository are relative to its root (``%SRCROOT%``); others are
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from gradcheck_l2c.errors import UsageError
+from gradcheck_l2c.present.jsonreport import write_json
 from gradcheck_l2c.present.repository import fingerprint, relative_path
 from gradcheck_l2c.records import Finding, Related
 from gradcheck_l2c.rules import RULES, Rule, code_of
@@ -52,13 +51,8 @@ def sarif_document(findings: Iterable[Finding], *, version: str, root: str | Non
 
 
 def write_sarif(path: str, document: dict[str, Any]) -> None:
-    """Write the SARIF log, UTF-8; ``UsageError`` when the file cannot be written."""
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the SARIF report to {path!r}: {exc.strerror}") from None
+    """Write the SARIF report, UTF-8; ``UsageError`` when the file cannot be written."""
+    write_json(path, document, what="SARIF report", ensure_ascii=False)
 
 
 def _rule(rule: Rule) -> dict[str, Any]:

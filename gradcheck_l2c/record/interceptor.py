@@ -194,14 +194,8 @@ class Interceptor(TorchFunctionMode):
         return out
 
     def on_requires_grad(self, func, args, kwargs):
-        out = func(*args, **kwargs)
-        tensor = args[0]
-        if tensor.requires_grad and tensor.is_leaf and caller_is_user(2):
-            self.state.watch_leaf(tensor, user_site(1), user_leaf=True)
-        return out
-
-    def on_requires_grad_set(self, func, args, kwargs):
-        """``a.requires_grad = True`` in user code makes a user leaf, as ``requires_grad=True`` at creation."""
+        """``a.requires_grad_()`` or ``a.requires_grad = True`` in user code makes a user leaf, as
+        ``requires_grad=True`` at creation."""
         out = func(*args, **kwargs)
         tensor = args[0]
         if tensor.requires_grad and tensor.is_leaf and caller_is_user(2):
@@ -385,7 +379,7 @@ def _handler_table() -> dict[Any, Callable[..., Any]]:
         T.data.__set__: mode.on_data_set,
         T.grad.__get__: mode.on_grad_get,
         T.requires_grad_: mode.on_requires_grad,
-        T.requires_grad.__set__: mode.on_requires_grad_set,
+        T.requires_grad.__set__: mode.on_requires_grad,
         T.backward: mode.on_backward,
         torch.autograd.backward: mode.on_backward,
         torch.autograd.grad: mode.on_autograd_grad,

@@ -1,6 +1,7 @@
 """Turn what a trace saw into findings: for each watched tensor without a gradient, why and where."""
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,7 +10,7 @@ from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.record.events import Event
 from gradcheck_l2c.record.locations import Site, module_site
-from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.state import StepMiss, TraceState
 from gradcheck_l2c.record.watch import Watched, selected
 from gradcheck_l2c.records import KINDS as _ALL_KINDS
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding, Related, WatchedTensor
@@ -121,6 +122,7 @@ def judge(state: TraceState) -> Verdict:
     run = Run(state, keys, optimized=_optimized(state))
     by_event: dict[int, Finding] = {}
     zero: list[Watched] = []
+    unstepped: set[int] = set()  # got gradients, but never when an optimizer stepped it
     for watched in run.watched():
         tensor = watched.tensor
         if tensor is not None and not tensor.requires_grad:
@@ -128,7 +130,11 @@ def judge(state: TraceState) -> Verdict:
         if not run.expected_or_optimized(watched):
             continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if watched.ever_grad:
-            if watched.zero_checks and not watched.nonzero_grad:
+            miss = state.step_misses.get(watched.key)
+            if miss is not None:
+                unstepped.add(watched.key)
+                run.findings.extend(_step_miss_findings(run, watched, miss))
+            elif watched.zero_checks and not watched.nonzero_grad:
                 zero.append(watched)
             continue
         symptom = run.symptom(watched)
@@ -152,8 +158,8 @@ def judge(state: TraceState) -> Verdict:
         run.findings.extend(scanner.scan(run))
     graphs = [_captured(state, run, pending, by_event) for pending in state.graphs]
     named = {finding.tensor for finding in run.findings}
-    watched = [WatchedTensor(w.name, w.shape, w.got_grad) for w in run.watched()
-               if _trainable(w) and _listed(run, w, named)]
+    watched = [WatchedTensor(w.name, w.shape, False if w.key in unstepped else w.got_grad)
+               for w in run.watched() if _trainable(w) and _listed(run, w, named)]
     names = sorted({w.name for w in registry.all})
     findings = _unique(run.findings)
     findings = apply_suppressions(findings, touched_files(state, findings))
@@ -169,6 +175,19 @@ def value_cuts(state: TraceState, value: Any) -> list[Finding]:
     state.registry.resolve_names()
     run = Run(state, {w.key for w in state.registry.all})
     return _unique([run.cut_finding(e, run.name(key)) for key, chain in taint.chains.items() for e in chain])
+
+
+def _step_miss_findings(run: Run, watched: Watched, miss: StepMiss) -> list[Finding]:
+    """The cuts that kept a tensor's gradient from every optimizer step that updated it; its other
+    gradients (from other losses) were cleared before those steps."""
+    findings = []
+    steps = f"{miss.steps} time{'s' if miss.steps != 1 else ''}"
+    for event in ordered_events(miss.chains):
+        finding = run.cut_finding(event, watched.name, symptom=miss.site)
+        message = (f"{finding.message.rstrip('.')}, so {miss.optimizer}.step() found no gradient for it "
+                   f"({steps}); the gradients it got from other losses were cleared before the step.")
+        findings.append(dataclasses.replace(finding, message=message))
+    return findings
 
 
 def _trainable(watched: Watched) -> bool:

@@ -4,7 +4,8 @@
   holds them, and notice modules built inside another module's forward;
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
 - ``Optimizer.__init__``: remembers optimizers and where they were built; a global step pre-hook
-  notices a ``step()`` whose gradients were all erased since the last backward;
+  judges each training step (tensors stepped without the gradient a cut kept from them) and notices a
+  ``step()`` whose gradients were all erased since the last backward;
 - ``torch.from_numpy`` and the legacy ``Variable(...)`` (which torch-function modes do not see):
   values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
@@ -176,8 +177,9 @@ class Patches:
         return setattr_
 
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """``step()`` with no gradient at all although backward ran since the last step: they were
-        erased in between (``zero_grad()`` after ``backward()``)."""
+        """Judge the training step: tensors stepped without the gradient a cut kept from them, or a
+        ``step()`` with no gradient at all although backward ran since the last step: they were erased
+        in between (``zero_grad()`` after ``backward()``)."""
         state = self.state
         if not state.in_trace_thread():
             return
@@ -187,8 +189,8 @@ class Patches:
         record.step_site, record.step_order = site, state.steps
         since = self._last_step.get(id(optimizer), 0)
         self._last_step[id(optimizer)] = state.backward_count
-        if state.backward_count == since:
-            return
+        if state.judge_step(record, site) or state.backward_count == since:
+            return  # a cut explains the missing gradients
         params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
         if not params or params[0].grad is not None or any(p.grad is not None for p in params):
             return

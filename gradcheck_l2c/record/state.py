@@ -66,6 +66,7 @@ class OptimizerRecord:
     step_order: int = -1  # when, on the trace's count of steps
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
     created: int = 0  # the count of steps when it was built
+    reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
     _ids: set[int] = field(default_factory=set)
     _groups: int = -1
 
@@ -80,6 +81,17 @@ class OptimizerRecord:
         if id(tensor) not in self._ids:
             return False
         return any(ref() is tensor for ref in self.params)
+
+
+@dataclass
+class StepMiss:
+    """A tensor that an optimizer stepped without a gradient, although a loss since its previous step
+    reached the tensor's values through a cut: the cut kept that gradient from the step."""
+
+    optimizer: str
+    site: Site | None  # the first such step() call
+    steps: int = 0
+    chains: dict[Chain, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,6 +116,12 @@ class TraceState:
     events_at_backward: int = 0  # events recorded before the last backward ended
     reached_now: list[int] = field(default_factory=list)
     missed: dict[int, dict[Chain, int]] = field(default_factory=dict)
+    # per training step: keys missed by a backward since an optimizer holding them last stepped, the live
+    # optimizers (by id), keys some step found with their gradient, and keys stepped without it
+    unstepped_misses: dict[int, set[Chain]] = field(default_factory=dict)
+    stepping: dict[int, OptimizerRecord] = field(default_factory=dict)
+    stepped_keys: set[int] = field(default_factory=set)
+    step_misses: dict[int, StepMiss] = field(default_factory=dict)
     read_missing: list[tuple[Site | None, str, bool, Any]] = field(default_factory=list)
     dead_ends: list[Taint] = field(default_factory=list)  # values whose every path was cut
     graphless: list[Site | None] = field(default_factory=list)  # backwards that raised "does not require grad"
@@ -393,6 +411,12 @@ class TraceState:
         # the accumulate hook fires even when a custom Function's backward returned None for the leaf
         reached = {key for key in self.reached_now if _has_grad(registry.all[key].tensor)} | returned
         self.reached_now.clear()
+        if reached and self.stepping:
+            for ident, record in list(self.stepping.items()):
+                if record.optimizer() is None:
+                    del self.stepping[ident]
+                else:
+                    record.reached |= reached
         if self.backward_count <= 3:
             for key in self._note_consumers(roots) - reached:
                 if not registry.all[key].ever_grad and (inputs is None or key in inputs):
@@ -403,7 +427,8 @@ class TraceState:
             watched.last_reached = self.backward_count
             if not watched.ever_grad:
                 watched.ever_grad = True
-                self.taints.settle(key)
+                if not any(key in record.keys for record in self.stepping.values()):
+                    self.taints.settle(key)  # else once a step finds its gradient (judge_step)
                 self._check_optimized(watched)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
                 tensor = watched.tensor
@@ -431,6 +456,7 @@ class TraceState:
                 watched.got_grad = False
             seen = self.missed.setdefault(key, {})
             seen[chain] = seen.get(chain, 0) + 1
+            self.unstepped_misses.setdefault(key, set()).add(chain)
             missing.setdefault(key, []).append(chain)
         if missing:
             self._capture(roots, missing)
@@ -446,6 +472,7 @@ class TraceState:
             record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
                                      weakref.ref(optimizer))
             self.optimizers.append(record)
+            self.stepping[id(optimizer)] = record
         now = (len(self.registry.all), len(optimizer.param_groups))
         if record.marked != now:  # something new to mark since the last time
             record.marked = now
@@ -458,6 +485,42 @@ class TraceState:
                     watched.optimized = True
                     record.keys.add(watched.key)
         return record
+
+    def judge_step(self, record: OptimizerRecord, site: Site | None) -> bool:
+        """At ``optimizer.step()``: which tensors it holds got their gradient for this step. One that a
+        backward since its previous step missed through a cut, and that has no gradient now, is stepped
+        without the gradient that loss meant to give it (a GAN's generator step on a detached fake,
+        whose other gradients were cleared before the step). Returns whether this step had such a tensor.
+
+        Only the tensors that were reached or missed since the previous step are looked at, and each
+        only until one step found its gradient: correct programs pay a few set operations per step."""
+        reached, record.reached = record.reached, set()
+        pending = self.unstepped_misses
+        missed = [key for key in pending if key in record.keys] if pending else []
+        candidates = ((reached & record.keys) - self.stepped_keys).union(missed)
+        found = False
+        for key in candidates:
+            chains = pending.pop(key, None)
+            if key in self.stepped_keys:
+                continue
+            tensor = self.registry.all[key].tensor
+            grad = tensor.grad if tensor is not None else None
+            # zeros count as a gradient only when backward reached it and no cut missed it since the
+            # last step (zero_grad(set_to_none=False) leaves zeros, which are no gradient)
+            if grad is not None and ((key in reached and not chains) or _nonzero(grad)):
+                self.stepped_keys.add(key)
+                self.step_misses.pop(key, None)
+                self.taints.settle(key)  # its cuts no longer matter: they need not travel further
+                continue
+            if chains:
+                miss = self.step_misses.get(key)
+                if miss is None:
+                    miss = self.step_misses[key] = StepMiss(record.name, site)
+                miss.steps += 1
+                for chain in chains:
+                    miss.chains[chain] = miss.chains.get(chain, 0) + 1
+                found = True
+        return found
 
     def _check_optimized(self, watched: Any) -> None:
         """A parameter's first gradient: is any optimizer going to use it? (Checked now, while it lives.)"""
@@ -636,6 +699,14 @@ def _in_module_apply() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _nonzero(tensor: Tensor) -> bool:
+    """Whether a gradient holds anything but zeros (a sparse one counts as holding something)."""
+    if tensor.layout != torch.strided:
+        return True
+    with torch._C.DisableTorchFunction():
+        return bool(tensor.any())
 
 
 def _has_grad(tensor: Tensor | None) -> bool:

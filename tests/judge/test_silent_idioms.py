@@ -216,3 +216,85 @@ def test_a_finding_without_a_place_takes_the_first_user_line_the_trace_knows(sni
     t = script.run()
     finding = Run(t._state, set()).finding("optimizer", "warning", "w", None, "message", "fix")
     assert (finding.file, finding.line) == (str(script.path), script.line("made"))
+
+
+GAN = """
+G, D = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 4)), nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+bce = nn.BCEWithLogitsLoss()
+ones, zeros = torch.ones(8, 1), torch.zeros(8, 1)
+for step in range(3):
+    fake = G(torch.randn(8, 2))
+    d_loss = bce(D(torch.randn(8, 4)), ones) + bce(D({d_fake}), zeros)
+    {zero_d}
+    d_loss.backward()
+    opt_d.step()
+    {zero_g}
+    fake = G(torch.randn(8, 2))
+    g_loss = bce(D({g_fake}), ones)  # <- g_loss
+    g_loss.backward()
+    opt_g.step()  # <- g_step
+"""
+
+
+def gan(d_fake: str, g_fake: str, zero: str = "zero_grad()") -> str:
+    return program(GAN.format(d_fake=d_fake, g_fake=g_fake, zero_d=f"opt_d.{zero}; opt_g.{zero}",
+                              zero_g=f"opt_g.{zero}"))
+
+
+def test_gan_detaches_are_judged_per_training_step(snippet):
+    """The discriminator step's detach is silent: the generator gets its gradient in its own step.
+    Without any detach, too. A detach in the generator step is the cut, named at its line, with the
+    step that found no gradient as the symptom, even though the discriminator's loss reached G."""
+    for d_fake in ("fake.detach()", "fake"):
+        t = snippet(gan(d_fake, "fake")).run()
+        assert loud(t) == [] and missing(t) == [], d_fake
+    script = snippet(gan("fake", "fake.detach()"))
+    t = script.run()
+    cuts = [f for f in t.findings if f.severity == "error"]
+    assert {f.tensor for f in cuts} == {"G.0.weight", "G.0.bias", "G.2.weight", "G.2.bias"}
+    assert {(f.kind, f.line) for f in cuts} == {("detach", script.line("g_loss"))}
+    assert all(r.role == "symptom" and r.line == script.line("g_step") for f in cuts for r in f.related)
+    assert "Adam.step() found no gradient for it (3 times)" in cuts[0].message
+    assert sorted(missing(t)) == sorted(f.tensor for f in cuts)
+    assert not [f for f in t.findings if f.kind == "optimizer"]  # not "erased by zero_grad()": the cut is the cause
+
+
+def test_zeroed_gradients_are_no_gradient_for_the_step(snippet):
+    """zero_grad(set_to_none=False) leaves zeros where the discriminator's gradient was: still none for
+    the generator's step."""
+    t = snippet(gan("fake", "fake.detach()", zero="zero_grad(set_to_none=False)")).run()
+    assert {(f.kind, f.tensor) for f in t.findings if f.severity == "error"} == {
+        ("detach", name) for name in ("G.0.weight", "G.0.bias", "G.2.weight", "G.2.bias")}
+    t = snippet(gan("fake.detach()", "fake", zero="zero_grad(set_to_none=False)")).run()
+    assert loud(t) == [] and missing(t) == []
+
+
+def test_a_tensor_trained_in_some_steps_and_cut_in_others_is_silent(snippet):
+    """Alternating phases with one optimizer (a detached encoder for the head's warm-up steps, the whole
+    model in the others), and an actor-critic whose actor loss uses the critic's value as a number in a
+    separate, later backward: every tensor gets its gradient in the steps meant for it."""
+    script = snippet(program("""
+    encoder, head = nn.Linear(4, 8), nn.Linear(8, 3)
+    opt = torch.optim.SGD([*encoder.parameters(), *head.parameters()], lr=0.1)
+    for step in range(4):
+        feats = encoder(x)
+        if step % 2:
+            feats = feats.detach()
+        opt.zero_grad()
+        F.cross_entropy(head(feats), y).backward()
+        opt.step()
+
+    actor, critic = nn.Linear(4, 2), nn.Linear(4, 1)
+    opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()])
+    for step in range(3):
+        value = critic(x).squeeze(1)
+        returns = torch.randn(8)
+        opt.zero_grad()
+        F.mse_loss(value, returns).backward()
+        log_prob = torch.log_softmax(actor(x), 1)[:, 0]
+        (-(log_prob * (returns - value.detach())).mean() - 0.01 * (returns - value.mean().item()).mean()).backward()
+        opt.step()
+    """))
+    t = script.run()
+    assert loud(t) == [] and missing(t) == []

@@ -9,7 +9,7 @@ from typing import Any
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.record.events import Event
-from gradcheck_l2c.record.locations import Site, module_site
+from gradcheck_l2c.record.locations import Site, attribute_site, module_site
 from gradcheck_l2c.record.state import StepMiss, TraceState
 from gradcheck_l2c.record.watch import Watched, selected
 from gradcheck_l2c.records import KINDS as _ALL_KINDS
@@ -120,6 +120,7 @@ def judge(state: TraceState) -> Verdict:
     keys, unmatched = selected(registry, state.spec)
     keys = {key for key in keys if not registry.all[key].replaced}  # judged through their parametrizations
     run = Run(state, keys, optimized=_optimized(state))
+    _locate_pretrace_parameters(run)
     by_event: dict[int, Finding] = {}
     zero: list[Watched] = []
     unstepped: set[int] = set()  # got gradients, but never when an optimizer stepped it
@@ -175,6 +176,16 @@ def value_cuts(state: TraceState, value: Any) -> list[Finding]:
     state.registry.resolve_names()
     run = Run(state, {w.key for w in state.registry.all})
     return _unique([run.cut_finding(e, run.name(key)) for key, chain in taint.chains.items() for e in chain])
+
+
+def _locate_pretrace_parameters(run: Run) -> None:
+    """Parameters of modules built before the trace, which may get findings: the line that assigned them
+    (``self.proj = nn.Linear(...)``) stands in for the registration the trace did not see."""
+    for watched in run.watched():
+        if watched.site is None and watched.owner is not None and not watched.ever_grad:
+            module = watched.owner[0]()
+            if module is not None:
+                watched.site = attribute_site(module, watched.owner[1])
 
 
 def _step_miss_findings(run: Run, watched: Watched, miss: StepMiss) -> list[Finding]:

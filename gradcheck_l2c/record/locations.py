@@ -5,11 +5,13 @@ never at ``torch/nn/modules/module.py``.
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import linecache
 import os
 import sys
 import sysconfig
+import textwrap
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
@@ -202,6 +204,64 @@ def module_site(module: Any) -> Site | None:
     except (OSError, TypeError):
         return None
     return Site(os.path.abspath(file), line) if file else None
+
+
+def attribute_site(module: nn.Module, path: str) -> Site | None:
+    """Where user code assigned the attribute at ``path`` (``"proj.weight"``) below ``module``: the
+    ``self.proj = ...`` line in the ``__init__`` (or another method) of the deepest class of user code on
+    the way. For modules built before the trace, whose registration the trace did not see."""
+    holder: Any = module
+    found = None
+    for part in path.split("."):
+        if not isinstance(holder, nn.Module):
+            break
+        site = _assignment_in_class(type(holder), part)
+        if site is not None:
+            found = site
+        holder = getattr(holder, part, None)
+    return found
+
+
+_assignments: dict[type, dict[str, Site]] = {}
+
+
+def _assignment_in_class(cls: type, attr: str) -> Site | None:
+    """The first ``self.<attr> = ...`` in the source of ``cls`` or of a user-code base class,
+    ``__init__`` first; read once per class."""
+    for klass in cls.__mro__:
+        if klass is nn.Module or klass is object:
+            break
+        table = _assignments.get(klass)
+        if table is None:
+            table = _assignments[klass] = _self_assignments(klass)
+        if attr in table:
+            return table[attr]
+    return None
+
+
+def _self_assignments(cls: type) -> dict[str, Site]:
+    """``attribute -> line`` of the ``self.<attribute> = ...`` statements in the methods ``cls`` defines
+    in user code (read through their code objects: the class's module need not be importable)."""
+    methods = [f for f in vars(cls).values() if inspect.isfunction(f)
+               and frame_kind(f.__code__.co_filename) == USER]
+    methods.sort(key=lambda f: f.__name__ != "__init__")
+    table: dict[str, Site] = {}
+    for method in methods:
+        try:
+            lines, first = inspect.getsourcelines(method)
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        file = os.path.abspath(method.__code__.co_filename)
+        arguments = method.__code__.co_varnames[:1]  # the name `self` goes by
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AnnAssign) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id in arguments:
+                    table.setdefault(target.attr, Site(file, first + target.lineno - 1))
+    return table
 
 
 def inside_forward(frame) -> str | None:

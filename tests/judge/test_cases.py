@@ -24,10 +24,7 @@ CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 CASES: list[dict[str, Any]] = json.loads((CASES_DIR / "expected.json").read_text())
 
 #: Cases the tool does not explain yet, with why; strict, so fixing one makes its xfail fail.
-KNOWN_MISSES: dict[str, str] = {
-    "f5_pretrace_unused_submodule": "a module built before the trace: the line that defined the layer is not "
-                                    "known (the finding sits on the forward that skips it)",
-}
+KNOWN_MISSES: dict[str, str] = {}
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {}
 

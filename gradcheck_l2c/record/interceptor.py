@@ -43,6 +43,8 @@ class Interceptor(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
+        if self.state.quiet:
+            return func(*args, **kwargs)
         handler = self.handlers.get(func)
         if handler is not None:
             return handler(self, func, args, kwargs)

@@ -6,6 +6,8 @@
 - ``Optimizer.__init__``: remembers optimizers and where they were built; a global step pre-hook
   judges each training step (tensors stepped without the gradient a cut kept from them) and notices a
   ``step()`` whose gradients were all erased since the last backward;
+- ``zero_grad`` and torch's own optimizers' ``step()`` (without closure): run with the interceptor quiet,
+  since they touch every parameter and ``.grad`` and run no user code;
 - ``torch.from_numpy`` and the legacy ``Variable(...)`` (which torch-function modes do not see):
   values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
@@ -19,6 +21,8 @@ trace state is not shared between threads); in other threads they call straight 
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import threading
 import warnings
@@ -31,6 +35,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from gradcheck_l2c.record.locations import (
+    LIBRARY,
     OWN,
     caller_is_user,
     frame_kind,
@@ -51,6 +56,7 @@ class Patches:
         self._parents: list[nn.Module] = []  # the modules whose forward is running, outermost first
         self._child_names: dict[tuple[int, int], str] = {}  # (id(parent), id(child)) -> attribute
         self._last_step: dict[int, int] = {}  # id(optimizer) -> backward calls seen at its last step
+        self._quieted: set[type] = set()  # optimizer classes whose step() was looked at
 
     def install(self) -> None:
         for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
@@ -60,6 +66,8 @@ class Patches:
             self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
             self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
         self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
+        self._replace(torch.optim.Optimizer, "zero_grad", self._quietly(torch.optim.Optimizer.zero_grad))
+        self._replace(nn.Module, "zero_grad", self._quietly(nn.Module.zero_grad))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
         self._replace(engine_owner, "_execution_engine", _CountingEngine(engine_owner._execution_engine, self.state))
         self._replace(nn.Parameter, "__new__", staticmethod(self._parameter_new(nn.Parameter.__new__)))
@@ -177,12 +185,46 @@ class Patches:
         return setattr_
 
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """Judge the training step; then, for torch's own optimizers stepping without a closure (which
+        would run user code), let their updates run past the interceptor: nothing there can cut a path."""
+        if not self.state.in_trace_thread():
+            return
+        self._judge_step(optimizer)
+        self._quiet_steps(type(optimizer))
+
+    def _quiet_steps(self, cls: type) -> None:
+        """From now on, ``cls.step()`` without a closure runs past the interceptor when it is torch's own
+        code: its updates cannot cut a path, and they were most of a small model's tracing cost."""
+        if cls in self._quieted or "step" not in cls.__dict__:
+            return
+        self._quieted.add(cls)
+        if _library_step(cls):
+            self._replace(cls, "step", self._quietly(cls.__dict__["step"], steps=True))
+
+    def _quietly(self, original: Callable[..., Any], steps: bool = False) -> Callable[..., Any]:
+        """``original`` (torch's ``zero_grad``, or a step) with the interceptor quiet: it reads and
+        writes every parameter and ``.grad`` and runs no user code — unless a step is given a closure,
+        or is differentiable (its updates are part of a graph)."""
+        state = self.state
+
+        @functools.wraps(original)
+        def quietly(*args: Any, **kwargs: Any) -> Any:
+            if not state.in_trace_thread() or (steps and (len(args) > 1 or kwargs or args[0].defaults.get(
+                    "differentiable", False))):
+                return original(*args, **kwargs)
+            before, state.quiet = state.quiet, True
+            try:
+                return original(*args, **kwargs)
+            finally:
+                state.quiet = before
+
+        return quietly
+
+    def _judge_step(self, optimizer: Any) -> None:
         """Judge the training step: tensors stepped without the gradient a cut kept from them, or a
         ``step()`` with no gradient at all although backward ran since the last step: they were erased
         in between (``zero_grad()`` after ``backward()``)."""
         state = self.state
-        if not state.in_trace_thread():
-            return
         site = user_site(1)
         record = state.optimizer_record(optimizer, site)
         state.steps += 1
@@ -191,9 +233,10 @@ class Patches:
         self._last_step[id(optimizer)] = state.backward_count
         if state.judge_step(record, site) or state.backward_count == since:
             return  # a cut explains the missing gradients
-        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
-        if not params or params[0].grad is not None or any(p.grad is not None for p in params):
-            return
+        with torch._C.DisableTorchFunction():  # torch's reads, not the user's: no need to intercept them
+            params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+            if not params or any(p.grad is not None for p in params):
+                return
         watched = [w for w in map(state.registry.get, params) if w is not None]
         if not any(w.last_reached > since for w in watched):
             return  # they never got gradients: that is told per tensor, not as erased ones
@@ -252,6 +295,7 @@ class Patches:
             original(optimizer, *args, **kwargs)
             if not state.in_trace_thread():
                 return
+            self._quiet_steps(type(optimizer))
             others = [other for other in state.optimizers if other.optimizer() is not None]
             record = state.optimizer_record(optimizer, user_site(1))
             record.created = state.steps
@@ -293,6 +337,12 @@ class Patches:
                 return out
 
         return Variable
+
+
+def _library_step(cls: type) -> bool:
+    """Whether the ``step`` an optimizer class defines is torch's own code (not a user's)."""
+    code = getattr(inspect.unwrap(cls.__dict__["step"]), "__code__", None)
+    return code is not None and frame_kind(code.co_filename) == LIBRARY
 
 
 class _CountingEngine:

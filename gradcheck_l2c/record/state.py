@@ -142,6 +142,7 @@ class TraceState:
     module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
     consumers: dict[int, str] = field(default_factory=dict)  # watched key -> op that takes the leaf
     custom_forward: int = 0  # depth of custom autograd.Function forwards (grad is off there by design)
+    quiet: bool = False  # torch's own optimizer code is running (zero_grad, a step without closure): nothing to see
     inplace_seen: dict[tuple[Site | None, str], list] = field(default_factory=dict)  # -> [keys, count]
     ddp: DdpLog = field(default_factory=DdpLog)  # DistributedDataParallel wrappers and their errors
     # set by the front door: adds what the trace knows to a backward's RuntimeError (judge stage)

@@ -251,9 +251,14 @@ class TraceState:
         """
         new: dict[int, Event] = {}
         inherited: Taint | None = None
+        # keys whose gradient arrived where it was meant to: this cut changed nothing for them (a zero-
+        # derivative op also explains exactly-zero gradients that did arrive)
+        settled = self.taints.settled if kind != "non_differentiable" else ()
         for tensor in tensors:
             inherited = self.taints.merge(inherited, self.taints.get(tensor))
             keys = self.reach(tensor) - exclude
+            if settled:
+                keys = keys.difference(settled)
             if not keys:
                 continue
             if not new and in_distributed(1):
@@ -410,7 +415,8 @@ class TraceState:
         self.events_at_backward = len(self.events)
         registry = self.registry
         # the accumulate hook fires even when a custom Function's backward returned None for the leaf
-        reached = {key for key in self.reached_now if _has_grad(registry.all[key].tensor)} | returned
+        with torch._C.DisableTorchFunction():  # the tool's own `.grad` reads
+            reached = {key for key in self.reached_now if _has_grad(registry.all[key].tensor)} | returned
         self.reached_now.clear()
         if reached and self.stepping:
             for ident, record in list(self.stepping.items()):

@@ -92,7 +92,7 @@ class TaintStore:
         # the interceptor reads these two directly: either non-empty switches on its slow path
         self.by_id: dict[int, tuple[weakref.ref, Taint]] = {}  # tainted tensors and arrays, by id
         self.numbers: dict[int, weakref.ref] = {}  # live TaintedFloats
-        self._settled: set[int] = set()
+        self.settled: set[int] = set()  # keys whose gradient arrived where it was meant to: chains about them stop
         self._epoch = 0
         self._merges: dict[tuple[int, int], tuple[Taint, Taint, Taint]] = {}
         self._extensions: dict[tuple[int, int], tuple[Taint, Event, Taint]] = {}
@@ -104,8 +104,8 @@ class TaintStore:
 
     def settle(self, key: int) -> None:
         """The watched tensor ``key`` got a gradient: chains about it no longer need to travel."""
-        if key not in self._settled:
-            self._settled.add(key)
+        if key not in self.settled:
+            self.settled.add(key)
             self._epoch += 1
             # forget what no longer matters, so the interceptor's fast path comes back sooner
             for ident, (_, taint) in list(self.by_id.items()):
@@ -119,7 +119,7 @@ class TaintStore:
     def live(self, taint: Taint) -> bool:
         """Whether the taint still names a watched tensor that has not yet got a gradient."""
         if taint.epoch != self._epoch:
-            settled = self._settled
+            settled = self.settled
             taint.alive = any(key not in settled for key in taint.chains)
             taint.epoch = self._epoch
         return taint.alive

@@ -84,9 +84,10 @@ class Run:
                     symptom: Site | None = None) -> Finding:
         """The finding for one cut of ``tensor``; ``symptom`` is where the missing gradient showed."""
         detector = CUTS[event.kind]
-        message, fix = detector.describe(event.detail, tensor)
+        message, fix = detector.describe(event, tensor)
+        related = {"symptom": symptom, **(detector.related(event) if hasattr(detector, "related") else {})}
         return self.finding(event.kind, severity or detector.SEVERITY, tensor, event.site, message, fix,
-                            event.count, related={"symptom": symptom})
+                            event.count, related=related)
 
     def symptom(self, watched: Watched) -> Site | None:
         """Where the missing gradient showed: a ``.grad`` read that found None or zeros, or a backward

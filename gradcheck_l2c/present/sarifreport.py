@@ -25,7 +25,8 @@ ROOT_ID = "%SRCROOT%"
 #: The key of the fingerprint in ``partialFingerprints``; its version goes up if the hash changes.
 FINGERPRINT_KEY = "gradcheckL2c/v1"
 _LEVELS = {"error": "error", "warning": "warning", "info": "note"}
-_ROLES = {"symptom": "where the symptom showed", "defined": "where it was defined", "used": "where it was used"}
+_ROLES = {"symptom": "where the symptom showed", "defined": "where it was defined", "used": "where it was used",
+          "disabled": "where gradients were turned off"}
 
 
 def sarif_document(findings: Iterable[Finding], *, version: str, root: str | None,

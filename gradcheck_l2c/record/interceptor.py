@@ -87,7 +87,8 @@ class Interceptor(TorchFunctionMode):
         if not inputs:
             return
         state = self.state
-        taint = state.cut("non_differentiable", op_label(func), inputs, site=user_site(2))
+        output = "bool" if all(d.dtype == torch.bool for d in dead) else "integer"  # a mask, or indices/a cast
+        taint = state.cut("non_differentiable", op_label(func), inputs, site=user_site(2), output=output)
         if taint is not None:
             taint = state.taints.merge(taint, state.taints.of_args(args, kwargs))
             for out in dead:
@@ -210,7 +211,7 @@ class Interceptor(TorchFunctionMode):
         if _is_grad_enabled() and isinstance(out, Tensor):
             inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
             if inputs:
-                taint = state.cut("non_differentiable", op_label(func), inputs, site=user_site(1))
+                taint = state.cut("non_differentiable", op_label(func), inputs, site=user_site(1), output="step")
                 state.taints.mark(out, state.taints.merge(taint, state.taints.of_args(args, kwargs)))
                 return out
         if state.taints or not _is_grad_enabled():

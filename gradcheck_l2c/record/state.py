@@ -67,6 +67,7 @@ class OptimizerRecord:
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
     created: int = 0  # the count of steps when it was built
     reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
+    known: int = 0  # how many tensors were watched when it was built: later keys were made after it
     _ids: set[int] = field(default_factory=set)
     _groups: int = -1
 
@@ -338,7 +339,19 @@ class TraceState:
         """A new tensor built from ``data`` (``torch.tensor``, ``from_numpy``, ``Variable``): values with
         history or taint come back in without it; with ``requires_grad`` it is a new leaf to watch."""
         if isinstance(out, Tensor):
-            self.reenter("tensor_rewrap", label, _data_items(data), [out], site=site)
+            items = _data_items(data)
+            self.reenter("tensor_rewrap", label, items, [out], site=site)
+            taint = self.taints.get(out)
+            if taint is not None:  # what was given, so that the fix fits this line
+                given = ("tensor" if isinstance(data, Tensor) else "array" if type(data).__module__ == "numpy"
+                         else "tensors" if any(isinstance(item, Tensor) for item in items)
+                         else "numbers" if type(data) in (list, tuple) else "number")
+                for chain in taint.chains.values():
+                    event = chain[-1]
+                    if event.kind == "tensor_rewrap" and "given" not in event.extra:
+                        before = chain[-2] if len(chain) > 1 else None
+                        event.extra.update(given=given, requires_grad=requires_grad,
+                                           came_from=(before.detail, before.site) if before else None)
             if requires_grad:
                 self.watch_leaf(out, site, user_leaf=True)
 
@@ -358,7 +371,7 @@ class TraceState:
                                                       exclude=exclude))
         if not inplace:
             self.taints.mark(out, taint)
-            self._remember_replacement(func, inputs, out)
+            self._remember_replacement(func, inputs, out, taint)
             return
         taint = _without(taint, exclude)
         for target in targets:
@@ -376,7 +389,7 @@ class TraceState:
         else:
             seen[1] += 1
 
-    def _remember_replacement(self, func: Any, inputs: list[Tensor], out: Any) -> None:
+    def _remember_replacement(self, func: Any, inputs: list[Tensor], out: Any, taint: Taint | None) -> None:
         """``w = w - lr * w.grad`` under no_grad: a new tensor shaped like a watched leaf, without history.
 
         Kept (weakly) so that a later backward error or ``.grad`` read on it can name this line, even
@@ -391,6 +404,9 @@ class TraceState:
                 replacements = self.replacements
                 ref = weakref.ref(out, lambda _, ident=ident: replacements.pop(ident, None))
                 replacements[ident] = (ref, key, user_site(2), op_label(func))
+                chain = taint.chains.get(key, ()) if taint is not None else ()
+                if chain and chain[-1].kind == "no_grad":
+                    chain[-1].extra["rebuilds"] = True  # worded as an update step: "update it in place"
                 return
 
     def replacement_of(self, obj: Any) -> Taint | None:
@@ -477,7 +493,7 @@ class TraceState:
         else:
             params = [p for group in optimizer.param_groups for p in group["params"]]
             record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
-                                     weakref.ref(optimizer))
+                                     weakref.ref(optimizer), known=len(self.registry.all))
             self.optimizers.append(record)
             self.stepping[id(optimizer)] = record
         now = (len(self.registry.all), len(optimizer.param_groups))

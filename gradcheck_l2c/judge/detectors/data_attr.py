@@ -1,9 +1,14 @@
 """`data_attr`: ``.data`` read on the path, or ``x.data = ...``."""
+from __future__ import annotations
+
+from gradcheck_l2c.record.events import Event
+
 KIND = "data_attr"
 SEVERITY = "error"
 
 
-def describe(detail: str, tensor: str) -> tuple[str, str]:
+def describe(event: Event, tensor: str) -> tuple[str, str]:
+    detail = event.detail
     if detail.startswith(".data ="):
         return (
             f"`.data = ...` replaced a tensor's values with ones computed from {tensor}, behind autograd's back.",

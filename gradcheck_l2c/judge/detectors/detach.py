@@ -1,9 +1,14 @@
 """`detach`: ``.detach()`` (or ``state_dict()``, which detaches) on the path."""
+from __future__ import annotations
+
+from gradcheck_l2c.record.events import Event
+
 KIND = "detach"
 SEVERITY = "error"
 
 
-def describe(detail: str, tensor: str) -> tuple[str, str]:
+def describe(event: Event, tensor: str) -> tuple[str, str]:
+    detail = event.detail
     if detail == "state_dict()":
         return (
             f"state_dict() returns detached tensors: the values of {tensor} taken here carry no gradient.",

@@ -113,11 +113,26 @@ def scan(run) -> list[Finding]:
         else:
             message = (f"`{event.detail}` changed in place a tensor that {saver}{saved_at} had saved for "
                        "backward, so backward failed.")
-            fix = ("use the out-of-place form (x = x + y instead of x += y; relu(inplace=False)), or .clone() "
-                   "the tensor before changing it.")
+            fix = _out_of_place(event.detail)
         found.append(run.finding(KIND, "error", saver, event.site, message, fix, event.count,
                                  related={"symptom": symptom}))
     return found
+
+
+def _out_of_place(op: str) -> str:
+    """The out-of-place form of the in-place write ``op``: for an assignment into part of a tensor, a copy."""
+    name = op.strip("_")
+    if name in ("setitem", "index_put", "masked_fill", "masked_scatter", "scatter", "index_fill", "index_copy",
+                "copy", "fill", "zero"):
+        return ("write into a copy (x = x.clone() before changing it), or build the result out of place "
+                "(torch.where, torch.cat, x.masked_fill(...) without the trailing underscore).")
+    if name.startswith("i") and name[1:] in ("add", "sub", "mul", "truediv", "div", "pow", "and", "or"):
+        name = name[1:]  # `x += y` arrives as __iadd__
+    if name in ("add", "sub", "mul", "div", "truediv", "pow", "addcmul", "addcdiv", "clamp", "and", "or"):
+        return ("use the out-of-place form (x = x + y instead of x += y, x.add(y) instead of x.add_(y)), "
+                "or .clone() the tensor before changing it.")
+    return (f"use the out-of-place form of `{op}` (torch.{name}(x), or inplace=False on the layer), or .clone() "
+            "the tensor before changing it.")
 
 
 def _saver(roots):

@@ -1,9 +1,14 @@
 """`item`: a value computed from the watched tensor became a Python number."""
+from __future__ import annotations
+
+from gradcheck_l2c.record.events import Event
+
 KIND = "item"
 SEVERITY = "error"
 
 
-def describe(detail: str, tensor: str) -> tuple[str, str]:
+def describe(event: Event, tensor: str) -> tuple[str, str]:
+    detail = event.detail
     return (
         f"{detail} turned a value computed from {tensor} into a Python number, "
         "which carries no gradient back to it.",

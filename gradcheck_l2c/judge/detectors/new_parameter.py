@@ -1,9 +1,13 @@
 """`new_parameter`: ``nn.Parameter(...)`` wrapped a computed tensor, making a fresh leaf."""
+from __future__ import annotations
+
+from gradcheck_l2c.record.events import Event
+
 KIND = "new_parameter"
 SEVERITY = "error"
 
 
-def describe(detail: str, tensor: str) -> tuple[str, str]:
+def describe(event: Event, tensor: str) -> tuple[str, str]:
     return (
         f"nn.Parameter(...) wrapped a tensor computed from {tensor}: the parameter is a new leaf "
         "and gradients stop at it.",

@@ -1,12 +1,57 @@
-"""`no_grad`: computation on the path ran with gradients disabled."""
+"""`no_grad`: computation on the path ran with gradients disabled.
+
+The message names the statement that turned gradients off when it is in the line's own function
+(`judge/grad_mode_site.py`); the fix differs for an update step that rebuilt a watched leaf
+(``w = w - lr * w.grad``: the recorder marks a result shaped like the leaf it came from, and the op adds a
+step to it) and for any other computation."""
+from __future__ import annotations
+
+from gradcheck_l2c.judge.grad_mode_site import GradOff, grad_disabled_at
+from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.locations import Site
+
 KIND = "no_grad"
 SEVERITY = "error"
 
+# ops that add a step to a leaf, as an update rule does (``w - lr * w.grad``, ``torch.addcdiv``, ``lerp``)
+_UPDATES = frozenset(("sub", "add", "rsub", "__sub__", "__add__", "__rsub__", "__radd__", "addcmul", "addcdiv",
+                      "lerp"))
 
-def describe(detail: str, tensor: str) -> tuple[str, str]:
+
+def describe(event: Event, tensor: str) -> tuple[str, str]:
+    off = grad_disabled_at(event.site)
+    how = f"by `{off.statement}` at {off.site}" if off is not None else \
+        "(torch.no_grad / inference_mode / set_grad_enabled(False))"
+    if event.extra.get("rebuilds") and event.detail in _UPDATES:
+        return (
+            f"`{event.detail}` ran with gradients disabled {how} on {tensor} and made a new tensor of its "
+            "shape without history; a name rebound to it no longer refers to the leaf that learns.",
+            "update the leaf in place under no_grad: `w -= lr * w.grad` (or w.sub_(lr * w.grad)), "
+            "not `w = w - lr * w.grad`; or let an optimizer step it.",
+        )
     return (
-        f"`{detail}` ran with gradients disabled (torch.no_grad / inference_mode / set_grad_enabled(False)) "
-        f"on values computed from {tensor}, so its result has no history.",
-        "move this computation out of the no_grad block; to update a leaf in place under no_grad, "
-        "use `w -= lr * w.grad` (in place), not `w = w - lr * w.grad`.",
+        f"`{event.detail}` ran with gradients disabled {how} on values computed from {tensor}, "
+        "so its result has no history.",
+        _fix(off),
     )
+
+
+def related(event: Event) -> dict[str, Site | None]:
+    """The statement that disabled gradients, as its own place in every output format."""
+    off = grad_disabled_at(event.site)
+    return {"disabled": off.site if off is not None else None}
+
+
+def _fix(off: GradOff | None) -> str:
+    if off is None:
+        return ("run this line with gradients enabled: call this code outside the torch.no_grad() / "
+                "inference_mode() block or @torch.no_grad() decorator it runs under (keep no_grad for "
+                "evaluation and parameter updates).")
+    if off.form == "decorator":
+        return (f"remove `{off.statement}` from this function (line {off.site.line}), or call the function "
+                "only where no gradient is needed (evaluation).")
+    if off.form == "with":
+        return (f"move this line out of the `{off.statement}` block (line {off.site.line}); keep no_grad for "
+                "evaluation and parameter updates.")
+    return (f"turn gradients back on before this line (torch.set_grad_enabled(True)), or move the "
+            f"`{off.statement}` at line {off.site.line} after it.")

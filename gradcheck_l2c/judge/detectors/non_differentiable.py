@@ -1,12 +1,43 @@
-"""`non_differentiable`: the path goes through an op with no or zero derivative."""
+"""`non_differentiable`: the path goes through an op with no or zero derivative.
+
+The fix offers the surrogate that fits the op on the line, from what the run saw it produce: a
+piecewise-constant value (round, floor, sign ...), indices (argmax, topk, sort ...), a boolean mask
+(a comparison), or an integer cast."""
+from __future__ import annotations
+
+from gradcheck_l2c.record.events import Event
+
 KIND = "non_differentiable"
 SEVERITY = "error"
 
+_INDICES = frozenset(("argmax", "argmin", "argsort", "topk", "sort", "max", "min", "kthvalue", "mode", "median",
+                      "nanmedian", "cummax", "cummin", "msort", "searchsorted", "bucketize", "nonzero",
+                      "multinomial", "unique", "unique_consecutive"))
 
-def describe(detail: str, tensor: str) -> tuple[str, str]:
+
+def describe(event: Event, tensor: str) -> tuple[str, str]:
+    op = event.detail
     return (
-        f"`{detail}` has no useful derivative (its output is constant almost everywhere), "
+        f"`{op}` has no useful derivative (its output is constant almost everywhere), "
         f"so no gradient reaches {tensor} through it.",
-        "use a differentiable surrogate: softmax instead of argmax/topk indices, a straight-through "
-        "estimator (x + (round(x) - x).detach()) for rounding, a sigmoid instead of a comparison.",
+        _fix(op, event.extra.get("output")),
     )
+
+
+def _fix(op: str, output: str | None) -> str:
+    name = op.strip("_")
+    if output == "step":
+        return (f"use a straight-through estimator where {op} must stay in the forward pass: "
+                f"y = x + (torch.{name}(x) - x).detach() has {op}'s values and the identity's gradient.")
+    if output == "bool":
+        return (f"replace the hard comparison `{op}` with a soft mask, e.g. torch.sigmoid((a - b) / temperature) "
+                "instead of a > b, and multiply by it instead of indexing with it.")
+    if output == "integer" and name in _INDICES:
+        return (f"select softly instead of by the indices of `{op}`: weights = torch.softmax(scores / temperature, "
+                "dim) (or F.gumbel_softmax(scores, hard=True) for a one-hot that keeps gradients); "
+                "the values output of max / topk / sort is differentiable, the indices are not.")
+    if output == "integer":
+        return (f"keep the values in floating point on this path (`{op}` made integers); where integers are "
+                "needed in the forward pass, use y = x + (x.round() - x).detach().")
+    return ("compute this step with differentiable torch ops (a soft or straight-through version of "
+            f"`{op}`).")

@@ -1,7 +1,7 @@
 """`non_leaf_watched`: user code read ``.grad`` of a non-leaf tensor, which backward never fills.
 
 The finding sits on the line that made the non-leaf (`w = w.to(device)`, `w = normalize(w)`), the
-read is its symptom."""
+read is its symptom; the fix depends on whether that line moved the leaf to a device or dtype."""
 from __future__ import annotations
 
 from gradcheck_l2c.judge.sites import leaf_names, made_at
@@ -26,9 +26,22 @@ def scan(run) -> list[Finding]:
             found.append(run.finding(
                 KIND, "error", name, made or site,
                 f"{name} is not a leaf ({made_by}), so backward does not fill the .grad read at {site}{went}.",
-                "keep the leaf under its own name and read its .grad (create it on the right device/dtype "
-                "directly, e.g. torch.randn(..., device=device, requires_grad=True)), or call .retain_grad() "
-                "on this one.",
-                related={"symptom": site},
+                _fix(grad_fn, name), related={"symptom": site},
             ))
     return found
+
+
+def _fix(grad_fn, name: str) -> str:
+    """A copy to another device or dtype (``.to()``, ``.cuda()``, ``.double()``) is fixed by making the leaf
+    there; any other computation by giving its result its own name."""
+    if type(grad_fn).__name__ == "ToCopyBackward0":
+        return ("create the leaf on the right device and dtype directly, e.g. torch.randn(..., device=device, "
+                "dtype=dtype, requires_grad=True), or move it first and then call .requires_grad_() on the copy; "
+                "or call .retain_grad() on this one.")
+    short = name.rsplit(".", 1)[-1]
+    if not short.isidentifier():
+        return ("keep the leaf under its own name and give this result a new one, so that the .grad you read "
+                "is the leaf's; or call .retain_grad() on this tensor before backward to keep its own gradient.")
+    return (f"give this result a new name (e.g. {short}_out = ...) instead of rebinding `{short}`, so that "
+            f"`{short}` still refers to the leaf whose .grad you read; or call .retain_grad() on this tensor "
+            "before backward to keep its own gradient.")

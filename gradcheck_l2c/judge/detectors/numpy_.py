@@ -1,9 +1,14 @@
 """`numpy`: a value computed from the watched tensor became a NumPy array."""
+from __future__ import annotations
+
+from gradcheck_l2c.record.events import Event
+
 KIND = "numpy"
 SEVERITY = "error"
 
 
-def describe(detail: str, tensor: str) -> tuple[str, str]:
+def describe(event: Event, tensor: str) -> tuple[str, str]:
+    detail = event.detail
     return (
         f"{detail} turned a value computed from {tensor} into a NumPy array, outside autograd.",
         "do this step with torch operations on the tensor; convert to NumPy only for logging or plotting.",

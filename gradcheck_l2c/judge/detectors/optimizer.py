@@ -36,16 +36,9 @@ def scan(run) -> list[Finding]:
             if watched.optimized or (tensor is not None and any(r.holds(tensor) for r in state.optimizers)):
                 continue  # an optimizer built later took it
             record = _meant_for(run, name)
-            built = f": the {record.name} built here holds its neighbours but not it" if record else ""
-            found.append(run.finding(
-                KIND, "warning", name, record.site if record else event.site,
-                f"{name} gets gradients but is in no optimizer, so it never changes{built} (a parameter made "
-                "after the optimizer, or left out of its list).",
-                "build the optimizer after the model is complete, from model.parameters(), or add it with "
-                "optimizer.add_param_group({'params': [param]}); freeze it with requires_grad_(False) "
-                "if it should not learn.",
-                event.count, related={"defined": event.site},
-            ))
+            message, fix = _none(run, watched, record)
+            found.append(run.finding(KIND, "warning", name, record.site if record else event.site, message, fix,
+                                     event.count, related={"defined": event.site}))
             continue
         first, second = event.extra["records"]
         if not (first.step_order > second.created and second.step_order >= 0):
@@ -55,11 +48,32 @@ def scan(run) -> list[Finding]:
             KIND, "warning", name, event.site,
             f"{name} is in two optimizers ({event.extra['first']} and {event.detail}): each step updates it "
             "with both rules.",
-            f"give each optimizer its own parameters, e.g. "
-            f"[p for n, p in model.named_parameters() if n != '{attr}'] for the {event.extra['first']}.",
+            f"give each optimizer its own parameters: leave it out of this {event.detail}, or build the "
+            f"{event.extra['first']}{f' at {first.site}' if first.site else ''} from "
+            f"[p for n, p in model.named_parameters() if n != '{attr}'].",
             event.count,
         ))
     return found
+
+
+def _none(run, watched, record) -> tuple[str, str]:
+    """Message and fix for a parameter in no optimizer: made after the optimizer, or left out of its list."""
+    name = watched.name
+    freeze = "; freeze it with requires_grad_(False) if it should not learn."
+    if record is None:
+        return (f"{name} gets gradients but is in no optimizer, so it never changes.",
+                "pass it to an optimizer (model.parameters() holds every parameter), or add it with "
+                "optimizer.add_param_group({'params': [param]})" + freeze)
+    created = run.state.registry.created.get(id(watched.tensor))
+    if watched.key >= record.known and created is not None and created[0]() is watched.tensor:
+        return (f"{name} gets gradients but is in no optimizer, so it never changes: it was made after the "
+                f"{record.name} built here, which holds only the parameters that existed then.",
+                f"build the {record.name} after the model is complete, from model.parameters(), or add the new "
+                "parameters with optimizer.add_param_group({'params': [...]})" + freeze)
+    return (f"{name} gets gradients but is in no optimizer, so it never changes: it already existed when the "
+            f"{record.name} built here was given a list of parameters without it.",
+            f"give the {record.name} all parameters (model.parameters()), or add the left-out ones with "
+            "optimizer.add_param_group({'params': [...]})" + freeze)
 
 
 def _meant_for(run, name: str):

@@ -49,6 +49,10 @@ def scan(run) -> list[Finding]:
                 where = (f"; no parameter of {module} got a gradient, so its forward was never called "
                          "or its output was not used")
                 used = parent_forward
+                layer = watched.name.split(".")[-2] if watched.name.count(".") >= 2 else None
+                fix = (f"call this {module}{f' (`{layer}`)' if layer else ''} in the model's forward so that its "
+                       "output reaches the loss, or remove it (freeze it with requires_grad_(False) if it "
+                       "should stay but not learn).")
         else:
             where = ""
         found.append(run.finding(  # a module built before the trace: its forward is the line we know

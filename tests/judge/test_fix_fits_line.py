@@ -1,0 +1,293 @@
+"""Each finding's message and fix fit the line they are printed at: the fix is something to do at that
+line, worded for what the line does, and never advice for another shape of code.
+
+One small script per shape; each test asserts what the text must say for that shape and what it must not.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+PRELUDE = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+"""
+
+
+def run(snippet, code: str, raises: str | None = None):
+    script = snippet(PRELUDE + textwrap.dedent(code))
+    if raises is None:
+        return script, script.run()
+    with pytest.raises(RuntimeError, match=raises):
+        script.run()
+    return script, None
+
+
+def only(findings, kind: str, line: int):
+    found = [f for f in findings if f.kind == kind and f.line == line]
+    assert found, [(f.kind, f.line) for f in findings]
+    return found[0]
+
+
+def roles(finding) -> dict[str, int]:
+    return {place.role: place.line for place in finding.related}
+
+
+# ---- no_grad -------------------------------------------------------------------------------------
+
+def test_no_grad_forward_names_the_with_block_and_gives_no_update_advice(snippet):
+    script, t = run(snippet, """
+    model = nn.Linear(4, 3)
+    with torch.no_grad():  # <- off
+        logits = model(x)  # <- no_grad
+    loss = F.cross_entropy(logits, y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("no_grad"))
+    assert roles(finding)["disabled"] == script.line("off")
+    assert f"with torch.no_grad():` at {script.path.name}:{script.line('off')}" in finding.message
+    assert "out of the `with torch.no_grad():` block" in finding.fix
+    assert "w -=" not in finding.fix and "w.grad" not in finding.fix
+
+
+def test_no_grad_on_a_parameter_shaped_result_that_is_no_update_gets_no_update_advice(snippet):
+    script, t = run(snippet, """
+    alpha = torch.zeros(3, requires_grad=True)
+    with torch.no_grad():
+        weights = torch.softmax(alpha, 0)  # <- no_grad
+    loss = F.cross_entropy(x[:, :3] * weights, y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(alpha.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("no_grad"))
+    assert "w -=" not in finding.fix and "in place" not in finding.fix
+
+
+def test_no_grad_update_that_rebinds_the_leaf_is_told_to_update_in_place(snippet):
+    script, t = run(snippet, """
+    w = torch.randn(4, 3, requires_grad=True)
+    loss = F.cross_entropy(x @ w, y)
+    loss.backward()
+    with torch.no_grad():
+        w = w - 0.1 * w.grad  # <- no_grad
+    loss = F.cross_entropy(x @ w, y) + F.cross_entropy(x @ torch.ones(4, 3, requires_grad=True), y)
+    loss.backward()
+    print(w.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("no_grad"))
+    assert "`w -= lr * w.grad`" in finding.fix
+    assert "out of the" not in finding.fix
+
+
+def test_no_grad_decorator_on_the_function_is_named(snippet):
+    script, t = run(snippet, """
+    model = nn.Linear(4, 3)
+
+    @torch.no_grad()  # <- off
+    def predict(inputs):
+        return model(inputs)  # <- no_grad
+
+    loss = F.cross_entropy(predict(x), y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("no_grad"))
+    assert roles(finding)["disabled"] == script.line("off")
+    assert "remove `@torch.no_grad()`" in finding.fix
+
+
+def test_no_grad_block_in_a_caller_is_not_guessed(snippet):
+    script, t = run(snippet, """
+    model = nn.Linear(4, 3)
+
+    def predict(inputs):
+        return model(inputs)  # <- no_grad
+
+    with torch.no_grad():
+        out = predict(x)
+    loss = F.cross_entropy(out, y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("no_grad"))
+    assert "disabled" not in roles(finding)
+    assert "block or @torch.no_grad() decorator it runs under" in finding.fix
+
+
+def test_set_grad_enabled_false_before_the_line_is_named(snippet):
+    script, t = run(snippet, """
+    model = nn.Linear(4, 3)
+    torch.set_grad_enabled(False)  # <- off
+    logits = model(x)  # <- no_grad
+    torch.set_grad_enabled(True)
+    loss = F.cross_entropy(logits, y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("no_grad"))
+    assert roles(finding)["disabled"] == script.line("off")
+    assert "torch.set_grad_enabled(True)" in finding.fix
+
+
+# ---- tensor_rewrap -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_rewrap_of_an_item_number(snippet, requires_grad):
+    script, t = run(snippet, f"""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    value = F.cross_entropy(model(x), y).item()  # <- item
+    loss = torch.tensor(value{', requires_grad=True' if requires_grad else ''})  # <- rewrap
+    (loss + torch.zeros((), requires_grad=True)).backward()
+    opt.step()
+    """)
+    finding = only(t.findings, "tensor_rewrap", script.line("rewrap"))
+    assert ("requires_grad=True on it starts a new leaf" in finding.message) is requires_grad
+    assert "torch.stack" not in finding.fix
+    assert "use the tensor the number came from" in finding.fix
+    assert f".item() at {script.path.name}:{script.line('item')}" in finding.fix
+
+
+def test_rewrap_of_a_list_of_tensors_is_told_to_stack(snippet):
+    script, t = run(snippet, """
+    a = torch.ones((), requires_grad=True)
+    b = torch.ones((), requires_grad=True)
+    loss = torch.tensor([a * 2, b * 3], requires_grad=True).sum()  # <- rewrap
+    loss.backward()
+    print(a.grad)
+    """)
+    finding = only(t.findings, "tensor_rewrap", script.line("rewrap"))
+    assert "torch.stack" in finding.fix
+    assert ".item()" not in finding.fix
+
+
+# ---- non_differentiable --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line, fits, misfits", [
+    ("h = torch.round(x @ w * 4) / 4", "straight-through", "softmax"),
+    ("h = (x @ w).argmax(dim=1).float()[:, None]", "softmax", "straight-through"),
+    ("h = (x @ w > 0).float()", "sigmoid", "softmax"),
+])
+def test_non_differentiable_fix_fits_the_op(snippet, line, fits, misfits):
+    script, t = run(snippet, f"""
+    w = torch.randn(4, 3, requires_grad=True)
+    {line}  # <- cut
+    loss = (h * torch.ones(8, 3, requires_grad=True)).sum()
+    loss.backward()
+    print(w.grad)
+    """)
+    finding = only(t.findings, "non_differentiable", script.line("cut"))
+    assert fits in finding.fix
+    assert misfits not in finding.fix
+
+
+# ---- non_leaf_watched ----------------------------------------------------------------------------
+
+def test_non_leaf_made_by_a_dtype_move_gets_device_advice(snippet):
+    script, t = run(snippet, """
+    w = torch.randn(4, 3, dtype=torch.float64, requires_grad=True).float()  # <- made
+    F.cross_entropy(x @ w, y).backward()
+    print(w.grad)
+    """)
+    finding = only(t.findings, "non_leaf_watched", script.line("made"))
+    assert "device" in finding.fix and "dtype" in finding.fix
+
+
+def test_non_leaf_made_by_computation_is_told_to_keep_the_leaf_name(snippet):
+    script, t = run(snippet, """
+    w = torch.randn(4, 3, requires_grad=True)
+    w = F.normalize(w, dim=1)  # <- made
+    F.cross_entropy(x @ w, y).backward()
+    print(w.grad)
+    """)
+    finding = only(t.findings, "non_leaf_watched", script.line("made"))
+    assert "device" not in finding.fix
+    assert "instead of rebinding `w`" in finding.fix and ".retain_grad()" in finding.fix
+
+
+# ---- unused_parameter ----------------------------------------------------------------------------
+
+def test_unused_layer_is_told_to_be_called_and_an_ignored_parameter_to_be_used(snippet):
+    script, t = run(snippet, """
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 3)
+            self.head = nn.Linear(3, 3)  # <- layer
+            self.gate = nn.Parameter(torch.zeros(3))  # <- param
+        def forward(self, x):
+            return self.body(x)
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    """)
+    layer = only(t.findings, "unused_parameter", script.line("layer"))
+    param = only(t.findings, "unused_parameter", script.line("param"))
+    assert "call this Linear (`head`) in the model's forward" in layer.fix
+    assert "use it in the computation of the loss" in param.fix and "call this" not in param.fix
+
+
+# ---- optimizer -----------------------------------------------------------------------------------
+
+def test_parameter_made_after_the_optimizer(snippet):
+    script, t = run(snippet, """
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 8)
+        def forward(self, x):
+            return self.head(self.body(x))
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # <- opt
+    model.head = nn.Linear(8, 3)
+    F.cross_entropy(model(x), y).backward()
+    opt.step()
+    """)
+    finding = only(t.findings, "optimizer", script.line("opt"))
+    assert "made after the SGD" in finding.message
+    assert "build the SGD after the model is complete" in finding.fix
+
+
+def test_parameter_left_out_of_the_optimizer_list(snippet):
+    script, t = run(snippet, """
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 3))
+    opt = torch.optim.Adam(model[0].parameters(), lr=0.1)  # <- opt
+    F.cross_entropy(model(x), y).backward()
+    opt.step()
+    """)
+    finding = only(t.findings, "optimizer", script.line("opt"))
+    assert "already existed" in finding.message
+    assert "all parameters (model.parameters())" in finding.fix
+    assert "after the model is complete" not in finding.fix
+
+
+# ---- inplace_saved -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line, fits, misfits", [
+    ("h += 1", "x = x + y", "x.clone() before"),
+    ("h[:, :2] = 0", "x = x.clone() before", "x += y"),
+])
+def test_inplace_fix_fits_the_write(snippet, line, fits, misfits):
+    script, t = run(snippet, f"""
+    w = torch.randn(4, 3, requires_grad=True)
+    h = torch.sigmoid(x @ w)
+    {line}  # <- write
+    try:
+        h.sum().backward()
+    except RuntimeError:
+        pass
+    """)
+    finding = only([f for f in t.findings if f.severity == "error"], "inplace_saved", script.line("write"))
+    assert fits in finding.fix
+    assert misfits not in finding.fix

@@ -171,6 +171,18 @@ def test_rewrap_of_a_list_of_tensors_is_told_to_stack(snippet):
     assert ".item()" not in finding.fix
 
 
+def test_rewrap_of_a_numpy_array_points_at_the_conversion(snippet):
+    script, t = run(snippet, """
+    alpha = torch.zeros(3, requires_grad=True)
+    weights = torch.softmax(alpha, 0).detach().numpy()  # <- numpy
+    loss = F.cross_entropy(x[:, :3] * torch.from_numpy(weights), y)  # <- rewrap
+    loss.backward()
+    """)
+    finding = only(t.findings, "tensor_rewrap", script.line("rewrap"))
+    assert f".detach().numpy() at {script.path.name}:{script.line('numpy')}" in finding.fix
+    assert "torch.stack" not in finding.fix and "requires_grad=True" not in finding.message
+
+
 # ---- non_differentiable --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("line, fits, misfits", [

@@ -28,14 +28,14 @@ def _fix(detail: str, given: str | None, came_from: tuple | None) -> str:
         return f"combine the tensors with torch.stack / torch.cat instead of {detail}: those keep their history."
     if given == "tensor":
         return f"use the tensor itself instead of {detail}, which copies it without history (x.clone() keeps it)."
-    if given in ("number", "numbers"):
-        cut = f"{came_from[0]} at {came_from[1]}" if came_from and came_from[1] is not None else "an earlier cut"
-        if given == "number":
-            return (f"use the tensor the number came from instead of rebuilding one from it here; {cut} "
-                    "made the number and is reported separately.")
+    cut = f"{came_from[0]} at {came_from[1]}" if came_from and came_from[1] is not None else "an earlier cut"
+    if given == "number":
+        return (f"use the tensor the number came from instead of rebuilding one from it here; {cut} "
+                "made the number and is reported separately.")
+    if given == "numbers":
         return (f"keep the values as tensors and combine them with torch.stack / torch.cat instead of rebuilding "
                 f"one from numbers here; {cut} made the numbers and is reported separately.")
     if given == "array":
-        return (f"do the NumPy step with torch operations so the values keep their history, instead of "
-                f"converting back with {detail}.")
+        return (f"use the tensor the array came from (with any NumPy steps in between done by torch operations) "
+                f"instead of converting back with {detail}; {cut} made the array and is reported separately.")
     return f"use the tensors themselves (torch.stack / torch.cat to combine them) instead of {detail}."

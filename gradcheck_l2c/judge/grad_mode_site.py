@@ -32,9 +32,17 @@ def grad_disabled_at(site: Site | None) -> GradOff | None:
     """The statement in ``site``'s function that turned gradients off for it, or None when not visible there."""
     if site is None:
         return None
-    tree = _tree(site.file)
+    source = "".join(linecache.getlines(site.file))
+    return _lookup(site.file, source, site.line) if source else None
+
+
+@functools.lru_cache(maxsize=64)
+def _lookup(file: str, source: str, line: int) -> GradOff | None:
+    """Looked up once per line of a file's text (several tensors share one finding site)."""
+    tree = _parse(source)
     if tree is None:
         return None
+    site = Site(file, line)
     scope = _scope(tree, site.line)
     blocks = [node for node in _own_nodes(scope) if isinstance(node, (ast.With, ast.AsyncWith))
               and node.lineno <= site.line <= (node.end_lineno or node.lineno)
@@ -57,11 +65,6 @@ def grad_disabled_at(site: Site | None) -> GradOff | None:
         if _turns_off(last.value):
             return GradOff(Site(site.file, last.lineno), ast.unparse(last.value), "call")
     return None
-
-
-def _tree(path: str) -> ast.Module | None:
-    source = "".join(linecache.getlines(path))
-    return _parse(source) if source else None
 
 
 @functools.lru_cache(maxsize=16)

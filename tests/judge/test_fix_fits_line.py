@@ -174,8 +174,9 @@ def test_rewrap_of_a_list_of_tensors_is_told_to_stack(snippet):
 def test_rewrap_of_a_numpy_array_points_at_the_conversion(snippet):
     script, t = run(snippet, """
     alpha = torch.zeros(3, requires_grad=True)
+    model = nn.Linear(4, 3)
     weights = torch.softmax(alpha, 0).detach().numpy()  # <- numpy
-    loss = F.cross_entropy(x[:, :3] * torch.from_numpy(weights), y)  # <- rewrap
+    loss = F.cross_entropy(model(x) * torch.from_numpy(weights), y)  # <- rewrap
     loss.backward()
     """)
     finding = only(t.findings, "tensor_rewrap", script.line("rewrap"))

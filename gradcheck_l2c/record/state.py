@@ -415,7 +415,9 @@ class TraceState:
         if entry is None or entry[0]() is not obj:
             return None
         _, key, site, label = entry
-        return fresh({key: self.events.record("no_grad", key, site, label)})
+        event = self.events.record("no_grad", key, site, label)
+        event.extra["rebuilds"] = True
+        return fresh({key: event})
 
     # ---- judging ----------------------------------------------------------------------------
 

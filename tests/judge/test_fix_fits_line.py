@@ -189,7 +189,7 @@ def test_rewrap_of_a_numpy_array_points_at_the_conversion(snippet):
 @pytest.mark.parametrize("line, fits, misfits", [
     ("h = torch.round(x @ w * 4) / 4", "straight-through", "softmax"),
     ("h = (x @ w).argmax(dim=1).float()[:, None]", "softmax", "straight-through"),
-    ("h = (x @ w > 0).float()", "sigmoid", "softmax"),
+    ("h = (x @ w > 0).float()", "comparison a > b with a soft mask", "softmax"),
 ])
 def test_non_differentiable_fix_fits_the_op(snippet, line, fits, misfits):
     script, t = run(snippet, f"""
@@ -248,7 +248,7 @@ def test_unused_layer_is_told_to_be_called_and_an_ignored_parameter_to_be_used(s
     layer = only(t.findings, "unused_parameter", script.line("layer"))
     param = only(t.findings, "unused_parameter", script.line("param"))
     assert "call this Linear (`head`) in the model's forward" in layer.fix
-    assert "use it in the computation of the loss" in param.fix and "call this" not in param.fix
+    assert "use it in Net.forward" in param.fix and "call this" not in param.fix
 
 
 # ---- optimizer -----------------------------------------------------------------------------------

@@ -14,6 +14,9 @@ _INDICES = frozenset(("argmax", "argmin", "argsort", "topk", "sort", "max", "min
                       "nanmedian", "cummax", "cummin", "msort", "searchsorted", "bucketize", "nonzero",
                       "multinomial", "unique", "unique_consecutive"))
 
+_COMPARISONS = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "greater": ">", "less": "<", "greater_equal": ">=",
+                "less_equal": "<="}
+
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:
     op = event.detail
@@ -30,8 +33,13 @@ def _fix(op: str, output: str | None) -> str:
         return (f"use a straight-through estimator where {op} must stay in the forward pass: "
                 f"y = x + (torch.{name}(x) - x).detach() has {op}'s values and the identity's gradient.")
     if output == "bool":
-        return (f"replace the hard comparison `{op}` with a soft mask, e.g. torch.sigmoid((a - b) / temperature) "
-                "instead of a > b, and multiply by it instead of indexing with it.")
+        symbol = _COMPARISONS.get(name)
+        if symbol is None:
+            return (f"replace the boolean mask from `{op}` with a soft one (values between 0 and 1 computed with "
+                    "torch.sigmoid), and multiply by it instead of indexing with it.")
+        flip = "(b - a)" if symbol in ("<", "<=") else "(a - b)"
+        return (f"replace the hard comparison a {symbol} b with a soft mask, e.g. torch.sigmoid({flip} / temperature), "
+                "and multiply by it instead of indexing with it.")
     if output == "integer" and name in _INDICES:
         return (f"select softly instead of by the indices of `{op}`: weights = torch.softmax(scores / temperature, "
                 "dim) (or F.gumbel_softmax(scores, hard=True) for a one-hot that keeps gradients); "

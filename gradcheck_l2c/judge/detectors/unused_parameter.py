@@ -45,6 +45,8 @@ def scan(run) -> list[Finding]:
             own_forward, parent_forward = watched.forwards
             if _siblings_learn(run, watched):
                 where, used = f"; {module}.forward does not use it", own_forward
+                fix = (f"use it in {module}.forward so that the loss depends on it, or set requires_grad_(False) "
+                       "on it (or register it as a buffer) if it is not meant to learn.")
             else:
                 where = (f"; no parameter of {module} got a gradient, so its forward was never called "
                          "or its output was not used")

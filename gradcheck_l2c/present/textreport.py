@@ -1,7 +1,7 @@
 """The trace's text report, for people.
 
-The text starts with one summary line; then, for every watched tensor that got no gradient, its
-causes in the order the tracer met them (the order the values flowed), each with ``file:line``, the
+The text starts with one summary line; then, for every watched tensor that got no gradient (tensors
+whose causes are the same places share one section), its causes in the order the tracer met them (the order the values flowed), each with ``file:line``, the
 code line, what happened and the fix; then the other findings, the same event on several tensors
 folded into one entry. Findings a ``# gradcheck: ignore`` comment suppressed are only counted.
 """
@@ -94,19 +94,27 @@ def _is_cause(finding: Finding, missing_names: set[str]) -> bool:
 
 def _missing_sections(missing: Sequence[WatchedTensor], findings: Sequence[Finding], paint: _Painter,
                       budget: _Budget, verbose: bool) -> list[str]:
-    """One section per tensor without gradient, its causes numbered; those without a cause together."""
+    """One section per tensor without gradient, its causes numbered; tensors whose causes are the same
+    places (the layers of one module behind one `.detach()`) share a section; those without a cause together."""
     lines: list[str] = []
     unexplained = []
+    sections: dict[tuple, list[tuple[WatchedTensor, list[Finding]]]] = {}
     for tensor in missing:
         causes = [finding for finding in findings if finding.tensor == tensor.name and _is_cause(finding, {tensor.name})]
         if not causes:
             unexplained.append(tensor)
             continue
-        lines += ["", f"{paint(tensor.name, 'bold')} {_shape(tensor.shape)} got no gradient; "
-                      "causes in the order the values flowed:"]
-        for number, finding in enumerate(causes, 1):
-            if budget.take():
-                lines += _entry([finding], paint, prefix=f"{number}. ", with_tensor=False)
+        places = tuple((f.kind, f.file, f.line, f.severity) for f in causes)
+        sections.setdefault(places, []).append((tensor, causes))
+    for members in sections.values():
+        names = ", ".join(f"{paint(tensor.name, 'bold')} {_shape(tensor.shape)}"
+                          for tensor, _ in members[:_TENSORS_PER_ENTRY])
+        if len(members) > _TENSORS_PER_ENTRY:
+            names += f" and {len(members) - _TENSORS_PER_ENTRY} more"
+        lines += ["", f"{names} got no gradient; causes in the order the values flowed:"]
+        for number, group in enumerate(zip(*(causes for _, causes in members)), 1):
+            if budget.take(len(group)):
+                lines += _entry(list(group), paint, prefix=f"{number}. ", with_tensor=False)
     if unexplained:
         listed = unexplained if verbose else unexplained[:_TENSORS_UNEXPLAINED]
         names = ", ".join(f"{paint(tensor.name, 'bold')} {_shape(tensor.shape)}" for tensor in listed)

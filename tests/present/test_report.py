@@ -69,6 +69,23 @@ def test_causes_of_a_missing_gradient_come_in_flow_order_with_place_code_and_fix
                           "     fix: use torch.func.functional_call."]
 
 
+def test_tensors_with_the_same_causes_share_one_section():
+    """The layers of one module behind one `.detach()`: one section naming them all, each cause once,
+    counted over the tensors; a tensor with other causes keeps its own section."""
+    names = [f"G.{i}.weight" for i in range(6)]
+    watched = [WatchedTensor(name, (2, 2), False) for name in names] + [ALPHA]
+    cuts = [finding(kind="detach", line=31, tensor=name, count=3 if name == "G.1.weight" else 1) for name in names]
+    lines = format_report([*cuts, finding(kind="item", line=30)], watched).splitlines()
+
+    headers = [line for line in lines if "got no gradient; causes" in line]
+    assert headers == [
+        "G.0.weight (2, 2), G.1.weight (2, 2), G.2.weight (2, 2), G.3.weight (2, 2) and 2 more got no gradient; "
+        "causes in the order the values flowed:",
+        "Net.alpha (4, 4) got no gradient; causes in the order the values flowed:",
+    ]
+    assert [line for line in lines if "train.py:31" in line] == ["  1. train.py:31: error: detach (×3)"]
+
+
 def test_missing_gradients_without_a_finding_are_listed_together():
     watched = [WatchedTensor(f"Net.layer{i}.weight", (2, 2), False) for i in range(12)]
     lines = format_report([], watched).splitlines()

@@ -35,12 +35,18 @@ class Run:
     def name(self, key: int) -> str:
         return self.state.registry.all[key].name
 
+    def __post_init__(self) -> None:
+        self._asked_layers = {_layer(w) for w in self.state.registry.all if w.explicit or w.grad_read is not None}
+        self._asked_layers.discard(None)
+
     def expected(self, watched: Watched) -> bool:
-        """The user asked for this gradient: by watching it, reading its ``.grad``, or creating it
-        with ``requires_grad=True`` themselves (module parameters require grad by default) — unless
+        """The user asked for this gradient: by watching it, reading its ``.grad`` (or another parameter's
+        of the same layer: ``fc.weight.grad`` asks for ``fc.bias`` too), or creating it with
+        ``requires_grad=True`` themselves (module parameters require grad by default) — unless
         ``copy.deepcopy`` copied it: then the copies learn, and the template is judged through them."""
         return (watched.explicit or watched.grad_read is not None or (watched.user_leaf and not watched.copied)
-                or (self.state.spec.narrowed and watched.key in self.keys))
+                or (self.state.spec.narrowed and watched.key in self.keys)
+                or (bool(self._asked_layers) and _layer(watched) in self._asked_layers))
 
     def expected_or_optimized(self, watched: Watched) -> bool:
         return self.expected(watched) or self.optimized_param(watched)
@@ -202,6 +208,14 @@ def _step_miss_findings(run: Run, watched: Watched, miss: StepMiss) -> list[Find
     return findings
 
 
+def _layer(watched: Watched) -> tuple[int, str] | None:
+    """The module that directly holds a parameter, as (its outermost module's id, path to it): known even
+    after the module is gone (scripts end before they are judged)."""
+    if watched.owner is None:
+        return None
+    return watched.owner[3], watched.owner[1].rpartition(".")[0]
+
+
 def _trainable(watched: Watched) -> bool:
     """Frozen since it was watched (``requires_grad_(False)``): no longer expected to get gradients."""
     tensor = watched.tensor
@@ -243,7 +257,11 @@ def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
     if len(plain) >= _DEPTH:
         why = (f"{len(plain)} tensors ({names}) received gradients that are exactly zero: most likely they "
                "vanished (underflowed) on the way back through many layers")
+        fix = ("nothing to change if this is expected; otherwise shorten the path between them and the loss "
+               "(residual connections, normalisation, ReLU/GELU instead of sigmoid).")
     else:
+        fix = ("nothing to change if the loss is not meant to depend on them here; otherwise look for what "
+               "flattens the path to the loss (a saturated activation, dead ReLUs, a clamp, a term that cancels).")
         one = len(plain) == 1
         why = (f"{names} received {'a gradient that is' if one else 'gradients that are'} exactly zero: the "
                f"loss does not change with {'it' if one else 'them'} here (a loss invariant to it, a "
@@ -251,8 +269,7 @@ def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
     findings.append(run.finding(
         "non_differentiable", "info", first.name, first.site or _module_site(first),
         why + "; no cut explains it, so this is the mathematics of the model, not a bug in the code.",
-        "nothing to change if this is expected; otherwise look at the activations and the depth between "
-        "them and the loss (residual connections, normalisation, ReLU/GELU instead of sigmoid).",
+        fix,
         count=len(plain),
     ))
     return findings

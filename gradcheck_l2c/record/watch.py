@@ -31,7 +31,7 @@ class Watched:
     is_parameter: bool
     explicit: bool = False
     user_leaf: bool = False
-    owner: tuple[weakref.ref, str, str] | None = None  # (module, attribute, module class) it sits on
+    owner: tuple[weakref.ref, str, str, int] | None = None  # (module, attribute, module class, id) it sits on
     variable: str | None = None
     name: str = ""
     aliases: tuple[str, ...] = ()
@@ -295,9 +295,10 @@ def _named_tensors(root: nn.Module) -> list[tuple[str, torch.Tensor]]:
     return found
 
 
-def owner_of(module: nn.Module, attr: str) -> tuple[weakref.ref, str, str]:
-    """How a watched tensor remembers the module attribute it sits on, even after the module is gone."""
-    return (weakref.ref(module), attr, type(module).__name__)
+def owner_of(module: nn.Module, attr: str) -> tuple[weakref.ref, str, str, int]:
+    """How a watched tensor remembers the module attribute it sits on, even after the module is gone:
+    (a weak reference, the attribute path, the module's class, the module's id while it lived)."""
+    return (weakref.ref(module), attr, type(module).__name__, id(module))
 
 
 def matches(watched: Watched, pattern: str) -> bool:

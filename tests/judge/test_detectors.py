@@ -636,3 +636,23 @@ def test_moving_a_model_with_to_is_no_cut(snippet):
     assert {(f.kind, f.tensor, f.line) for f in t.findings} == {
         ("unused_parameter", "Net.head.weight", script.line("head")),
         ("unused_parameter", "Net.head.bias", script.line("head"))}
+
+
+def test_reading_one_parameters_grad_asks_for_its_whole_layer(snippet):
+    """`print(model.weight.grad)` after a forward under no_grad: the bias of the same layer went through
+    the same cut, so it is explained by it, not listed as a gradient nobody can explain."""
+    script = snippet("""
+    import torch
+    from torch import nn
+    model = nn.Linear(3, 1)
+    with torch.no_grad():
+        out = model(torch.randn(8, 3))  # <- cut
+    loss = out.pow(2).mean()
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    t = script.run()
+    assert {(f.kind, f.tensor, f.line) for f in t.findings if f.severity == "error"} == {
+        ("no_grad", "Linear.weight", script.line("cut")), ("no_grad", "Linear.bias", script.line("cut"))}
+    assert "no finding explains" not in t.report()

@@ -94,6 +94,9 @@ def process_group(backend: str = "auto", timeout_s: float = 300.0) -> Iterator[G
         # a first collective with every rank: NCCL needs one before point-to-point calls some ranks sit out
         dist.barrier(device_ids=[local] if name == "nccl" else None)
         yield _group_of_default(name)
+        # and a last one: no rank tears the group down while a peer still sends to or receives from it
+        # (gloo aborts the peer's process when its connection closes mid-transfer)
+        dist.barrier(device_ids=[local] if name == "nccl" else None)
     finally:
         dist.destroy_process_group()
 

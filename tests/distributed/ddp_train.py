@@ -56,6 +56,7 @@ def main():
         if MODE == "kill" and rank == 1:
             os.kill(os.getpid(), signal.SIGKILL)
     torch.save(model.state_dict(), os.path.join(OUT, f"rank{rank}.pt"))
+    dist.barrier()  # no rank closes its connections while the other still uses them
     dist.destroy_process_group()
 
 

@@ -20,6 +20,9 @@ from reference.l2c import L2CConfig, L2CConfigError, run_l2c
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 120
+#: What a rank prints when torch's gloo teardown races at process exit, after its work is done; seen on a
+#: loaded machine, never reproduced on demand. Such a run is repeated once.
+TEARDOWN_ABORT = "terminate called without an active exception"
 
 
 def environment() -> dict[str, str]:
@@ -31,7 +34,10 @@ def environment() -> dict[str, str]:
 
 
 def run(command: list[str]) -> subprocess.CompletedProcess:
+    """Run once more after torch's gloo teardown abort at exit (see `TEARDOWN_ABORT`); fail on anything else."""
     proc = subprocess.run(command, cwd=ROOT, env=environment(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    if proc.returncode != 0 and TEARDOWN_ABORT in proc.stderr:
+        proc = subprocess.run(command, cwd=ROOT, env=environment(), capture_output=True, text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 

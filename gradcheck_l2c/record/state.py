@@ -459,8 +459,7 @@ class TraceState:
                 tensor = watched.tensor
                 if tensor is not None and tensor.grad is not None:
                     watched.zero_checks += 1
-                    with torch._C.DisableTorchFunction():
-                        watched.nonzero_grad = bool(tensor.grad.any())
+                    watched.nonzero_grad = _nonzero(tensor.grad)
         if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
             # every leaf this backward could reach has fired its hook: later `.item()` calls on this
             # loss need no graph walk
@@ -597,8 +596,7 @@ class TraceState:
             watched = self.registry.get(tensor)
             if watched is None or watched.nonzero_grad:
                 return
-            with torch._C.DisableTorchFunction():
-                nonzero = bool(value.any())
+            nonzero = _nonzero(value)
             watched.nonzero_grad = watched.nonzero_grad or nonzero
             if nonzero:
                 return
@@ -727,9 +725,7 @@ def _in_module_apply() -> bool:
 
 
 def _nonzero(tensor: Tensor) -> bool:
-    """Whether a gradient holds anything but zeros (a sparse one counts as holding something)."""
-    if tensor.layout != torch.strided:
-        return True
+    """Whether a gradient (dense or sparse) holds anything but zeros; the tool's own read, not intercepted."""
     with torch._C.DisableTorchFunction():
         return bool(tensor.any())
 

@@ -488,10 +488,8 @@ class TraceState:
     def optimizer_record(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
         """The record of ``optimizer``, made now if it was built before the trace; its watched
         parameters are marked as meant to learn (this outlives them)."""
-        for record in self.optimizers:
-            if record.optimizer() is optimizer:
-                break
-        else:
+        record = self.stepping.get(id(optimizer))  # every live optimizer's record is there
+        if record is None or record.optimizer() is not optimizer:
             params = [p for group in optimizer.param_groups for p in group["params"]]
             record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
                                      weakref.ref(optimizer), known=len(self.registry.all))

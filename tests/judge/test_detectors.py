@@ -265,21 +265,6 @@ def test_no_grad_rebinding_is_explained_when_backward_fails(snippet):
     assert f"{script.path.name}:{script.line('no_grad')}" in note
 
 
-def test_no_grad_rebinding_is_named_where_grad_is_read(snippet):
-    script = snippet(program("""
-    w = torch.randn(4, 3, requires_grad=True)
-    loss = F.cross_entropy(x @ w, y)
-    loss.backward()
-    with torch.no_grad():
-        w = w - 0.1 * w.grad  # <- no_grad
-    loss = F.cross_entropy(x @ w, y) + F.cross_entropy(x @ torch.ones(4, 3, requires_grad=True), y)
-    loss.backward()
-    print(w.grad)
-    """))
-    t = script.run()
-    assert ("no_grad", script.line("no_grad")) in [(f.kind, f.line) for f in t.findings if f.severity == "error"]
-
-
 def test_unused_parameter_names_the_submodule(snippet):
     script = snippet(program("""
     class Net(nn.Module):

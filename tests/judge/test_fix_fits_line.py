@@ -82,6 +82,7 @@ def test_no_grad_update_that_rebinds_the_leaf_is_told_to_update_in_place(snippet
     print(w.grad)
     """)
     finding = only(t.findings, "no_grad", script.line("no_grad"))
+    assert finding.severity == "error"
     assert "`w -= lr * w.grad`" in finding.fix
     assert "out of the" not in finding.fix
 

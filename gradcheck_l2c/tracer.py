@@ -16,6 +16,7 @@ import torch
 
 from gradcheck_l2c.errors import ConcurrentTraceError, NestedTraceError, UsageError
 from gradcheck_l2c.record.interrupts import InterruptGuard
+from gradcheck_l2c.record.torch_internals import functions_off
 from gradcheck_l2c.record.watch import WatchSpec
 from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
 
@@ -75,14 +76,7 @@ class Trace:
                     exc_info[1].add_note(text)
 
     def __call__(self, function: F) -> F:
-        if inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) \
-                or inspect.isasyncgenfunction(function):
-            what = "a coroutine" if inspect.iscoroutinefunction(function) else "a generator"
-            raise UsageError(
-                f"@trace() cannot decorate {function.__qualname__}, {what} function: its body runs in "
-                "pieces between other code, which a trace cannot follow without judging that code too; "
-                "put `with gradcheck_l2c.trace():` around the code that runs it instead"
-            )
+        _refuse_pieces(function)
 
         @functools.wraps(function)
         def traced(*args: Any, **kwargs: Any) -> Any:
@@ -99,26 +93,15 @@ class Trace:
         _claim(self)
         self._guard = InterruptGuard(self, Trace.__enter__.__code__, Trace.__exit__.__code__)
         self._guard.install()
-        from gradcheck_l2c.judge.backward_error import explain_backward_error
+        from gradcheck_l2c.judge.backward_error import word_failure
         from gradcheck_l2c.record.interceptor import Interceptor
         from gradcheck_l2c.record.locations import user_frame
         from gradcheck_l2c.record.patches import Patches
         from gradcheck_l2c.record.state import TraceState
 
-        state = TraceState(self._spec, record_sites=self.record_sites,
-                           explain_backward_error=explain_backward_error)
+        state = TraceState(self._spec, record_sites=self.record_sites, word_failure=word_failure)
         self._state, self._verdict = state, None
-        for tensor in self._spec.tensors:
-            if tensor.is_leaf:
-                state.watch_leaf(tensor, None, explicit=True)
-            else:
-                state.registry.add(tensor, None, explicit=True)
-            watched = state.registry.get(tensor)
-            watched.variable = self._spec.names.get(id(tensor), watched.variable)
-        for module in self._spec.modules:
-            state.registry.add_module(module, self._spec.names.get(id(module)))
-            for name, param in module.named_parameters():
-                state.watch_leaf(param, None, owner=(module, name), explicit=True)
+        state.watch_requested()
         state.discover(user_frame(1))
         self._patches = Patches(state)
         self._mode = Interceptor(state)
@@ -136,10 +119,7 @@ class Trace:
         if self._patches is not None:
             self._patches.restore()
         if self._state is not None:
-            for watched in self._state.registry.all:
-                if watched.hook is not None:
-                    watched.hook.remove()
-                    watched.hook = None
+            self._state.end()
         _release(self)
         if self._guard is not None:
             self._guard.release()  # last: a Ctrl-C held meanwhile is raised from here
@@ -151,8 +131,9 @@ class Trace:
     def _judge(self) -> Any:
         from gradcheck_l2c.judge.run import judge
 
-        with torch._C.DisableTorchFunction():
-            return judge(self._state)
+        with functions_off():
+            self._state.finish()
+            return judge(self._state.record())
 
     def _current(self) -> Any:
         if self._verdict is not None:
@@ -185,7 +166,7 @@ class Trace:
         if self._verdict is not None:
             self._verdict.graphs.clear()
         if self._state is not None:
-            self._state.graphs.clear()
+            self._state.backwards.graphs.clear()
 
     @property
     def unmatched_patterns(self) -> list[str]:
@@ -205,11 +186,11 @@ class Trace:
     @property
     def forked(self) -> bool:
         """True in a child process forked while the trace ran: only the parent judges and reports."""
-        return self._state is not None and self._state.pid != os.getpid()
+        return self._state is not None and not self._state.scope.in_trace_process()
 
     @property
     def backward_count(self) -> int:
-        return self._state.backward_count if self._state is not None else 0
+        return self._state.clock.backwards if self._state is not None else 0
 
     def findings_for(self, tensor: torch.Tensor) -> list[Finding]:
         """The findings about one tensor object."""
@@ -227,10 +208,7 @@ class Trace:
         if self._state is None:
             return
         for tensor in tensors:
-            watched = self._state.registry.get(tensor)
-            if watched is not None:
-                watched.explicit = True
-                watched.grad_read = watched.grad_read or site
+            self._state.registry.expect(tensor, site)
 
     def cuts_of(self, value: Any) -> list[Finding]:
         """Why ``value`` has no autograd history (a loss without ``grad_fn``, a number from ``.item()``):
@@ -239,8 +217,9 @@ class Trace:
 
         if self._state is None:
             return []
-        with torch._C.DisableTorchFunction():
-            return value_cuts(self._state, value)
+        with functions_off():
+            self._state.resolve_names()
+            return value_cuts(self._state.record(), value)
 
     def report(self, *, color: bool = False, max_findings: int | None = None, verbose: bool = False) -> str:
         """The human report: a summary line, then each missing gradient's causes with file:line and fix."""
@@ -249,13 +228,22 @@ class Trace:
         return format_report(self.findings, self.watched, color=color, max_findings=max_findings,
                              verbose=verbose)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"watched": [w.to_dict() for w in self.watched], "findings": [f.to_dict() for f in self.findings]}
-
 
 def trace(watch: Any = None, *, record_sites: bool = False) -> Trace:
     """Start describing a trace: ``with trace(watch=["alpha"]) as t: train()`` or ``@trace()``."""
     return Trace(watch, record_sites=record_sites)
+
+
+def _refuse_pieces(function: Callable[..., Any]) -> None:
+    """``@trace()`` on a generator or coroutine function: its body runs in pieces between other code."""
+    if inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) \
+            or inspect.isasyncgenfunction(function):
+        what = "a coroutine" if inspect.iscoroutinefunction(function) else "a generator"
+        raise UsageError(
+            f"@trace() cannot decorate {function.__qualname__}, {what} function: its body runs in "
+            "pieces between other code, which a trace cannot follow without judging that code too; "
+            "put `with gradcheck_l2c.trace():` around the code that runs it instead"
+        )
 
 
 def _claim(tracer: Trace) -> None:
@@ -295,6 +283,6 @@ def _thread_name(ident: int | None) -> str:
 
 
 def _mode_stack() -> list[Any]:
-    from torch.overrides import _get_current_function_mode_stack
+    from gradcheck_l2c.record.torch_internals import mode_stack
 
-    return list(_get_current_function_mode_stack())
+    return mode_stack()

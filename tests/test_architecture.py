@@ -107,6 +107,43 @@ def test_imports_only_point_down_the_stages():
     assert not upward, "imports against the stages:\n" + "\n".join(upward)
 
 
+#: What the judge may import from the record stage: the query surface and the types of the facts it returns.
+RECORD_SURFACE = {f"{NAME}.record", f"{NAME}.record.query", f"{NAME}.record.facts"}
+
+
+def test_the_judge_reads_the_record_only_through_its_query_surface():
+    reaching = [f"{module} imports {target}" for module, targets in import_graph().items()
+                if stage(module) == "judge" for target in sorted(targets)
+                if stage(target) == "record" and target not in RECORD_SURFACE]
+    assert not reaching, "the judge reads record facts through record.query and record.facts only:\n" + \
+        "\n".join(reaching)
+
+
+def test_the_record_stage_imports_nothing_of_the_stages_above():
+    upward = [f"{module} imports {target}" for module, targets in import_graph().items()
+              if stage(module) == "record" for target in sorted(targets) if stage(target) in ("judge", "present")]
+    assert not upward
+
+
+#: Sizes past which a module or class has more than one job.
+MAX_MODULE_LINES, MAX_CLASS_LINES, MAX_TRACE_STATE_LINES = 400, 200, 150
+
+
+def test_modules_and_classes_stay_small():
+    too_big = []
+    for name, path in modules().items():
+        source = path.read_text(encoding="utf-8")
+        if source.count("\n") > MAX_MODULE_LINES:
+            too_big.append(f"{name}: {source.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                limit = MAX_TRACE_STATE_LINES if node.name == "TraceState" else MAX_CLASS_LINES
+                length = node.end_lineno - node.lineno + 1
+                if length > limit:
+                    too_big.append(f"{name}.{node.name}: {length} lines")
+    assert not too_big
+
+
 def test_detectors_use_small_helpers_not_the_judge_entry_point():
     graph = import_graph()
     offenders = [m for m, targets in graph.items()

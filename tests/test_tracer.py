@@ -3,6 +3,7 @@ changes what the traced program computes."""
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from torch.overrides import _get_current_function_mode_stack
 
 import gradcheck_l2c
 from gradcheck_l2c import NestedTraceError, trace
+from gradcheck_l2c.present.jsonreport import json_document
 from gradcheck_l2c.tracer import active_trace
 
 
@@ -154,7 +156,8 @@ def test_findings_are_json_ready():
     with trace() as t:
         alpha = torch.zeros(2, requires_grad=True)
         (torch.ones(2, requires_grad=True) * torch.softmax(alpha, 0)[0].item()).sum().backward()
-    document = t.to_json()
+    document = json.loads(json.dumps(json_document(script="-", argv=[], exit_code=0, watched=t.watched,
+                                                   findings=t.findings)))
     assert document["findings"][0]["kind"] == "item"
     assert document["findings"][0]["line"] > 0
     assert {w["name"]: w["got_grad"] for w in document["watched"]}["alpha"] is False

@@ -12,7 +12,7 @@ import functools
 import linecache
 from dataclasses import dataclass
 
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.facts import Site
 
 _OFF = frozenset(("no_grad", "inference_mode", "set_grad_enabled"))
 _MODES = _OFF | {"enable_grad"}

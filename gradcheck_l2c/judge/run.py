@@ -8,10 +8,8 @@ from typing import Any
 
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
-from gradcheck_l2c.record.events import Event
-from gradcheck_l2c.record.locations import Site, attribute_site, module_site
-from gradcheck_l2c.record.state import StepMiss, TraceState
-from gradcheck_l2c.record.watch import Watched, selected
+from gradcheck_l2c.record.facts import Event, Site, StepMiss, Watched
+from gradcheck_l2c.record.query import TraceRecord
 from gradcheck_l2c.records import KINDS as _ALL_KINDS
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding, Related, WatchedTensor
 
@@ -22,21 +20,21 @@ _DEPTH = 20  # this many tensors with exactly-zero gradients: the depth explains
 
 @dataclass
 class Run:
-    """The finished trace as the scanners see it: state, the selected keys, names, and a finding factory."""
+    """The finished trace as the scanners see it: its record, the selected keys, names, and a finding factory."""
 
-    state: TraceState
+    record: TraceRecord
     keys: set[int]
     findings: list[Finding] = field(default_factory=list)
     optimized: set[int] = field(default_factory=set)
 
     def watched(self) -> list[Watched]:
-        return [w for w in self.state.registry.all if w.key in self.keys]
+        return [w for w in self.record.watched() if w.key in self.keys]
 
     def name(self, key: int) -> str:
-        return self.state.registry.all[key].name
+        return self.record.watched_at(key).name
 
     def __post_init__(self) -> None:
-        self._asked_layers = {_layer(w) for w in self.state.registry.all if w.explicit or w.grad_read is not None}
+        self._asked_layers = {_layer(w) for w in self.record.watched() if w.explicit or w.grad_read is not None}
         self._asked_layers.discard(None)
 
     def expected(self, watched: Watched) -> bool:
@@ -45,7 +43,7 @@ class Run:
         ``requires_grad=True`` themselves (module parameters require grad by default) — unless
         ``copy.deepcopy`` copied it: then the copies learn, and the template is judged through them."""
         return (watched.explicit or watched.grad_read is not None or (watched.user_leaf and not watched.copied)
-                or (self.state.spec.narrowed and watched.key in self.keys)
+                or (self.record.spec.narrowed and watched.key in self.keys)
                 or (bool(self._asked_layers) and _layer(watched) in self._asked_layers))
 
     def expected_or_optimized(self, watched: Watched) -> bool:
@@ -58,7 +56,7 @@ class Run:
 
     def wants(self, *names: str) -> bool:
         """Whether a finding about these names passes the user's watch patterns."""
-        spec = self.state.spec
+        spec = self.record.spec
         if not spec.narrowed:
             return True
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in spec.patterns for name in names)
@@ -80,11 +78,10 @@ class Run:
 
     def anchor(self) -> Site | None:
         """The first user line the trace recorded: where a tensor was made, or where something happened."""
-        state = self.state
-        for watched in state.registry.all:
+        for watched in self.record.watched():
             if watched.site is not None and watched.site.line > 0:
                 return watched.site
-        return next((e.site for e in state.events.of_kind(*_ALL_KINDS) if e.site is not None), None)
+        return next((e.site for e in self.record.events(*_ALL_KINDS) if e.site is not None), None)
 
     def cut_finding(self, event: Event, tensor: str, severity: str | None = None,
                     symptom: Site | None = None) -> Finding:
@@ -98,14 +95,14 @@ class Run:
     def symptom(self, watched: Watched) -> Site | None:
         """Where the missing gradient showed: a ``.grad`` read that found None or zeros, or a backward
         that raised because nothing in its loss required grad."""
-        graphless = self.state.graphless
+        graphless = self.record.graphless
         return watched.grad_read or (graphless[0] if graphless else None)
 
     def uses(self, watched: Watched) -> list[Event]:
         """The cuts the tensor's values went through although none of them reached a loss, in the order
         they happened. A ``state_dict()`` read is no use, and a ``.detach()`` that the same line turned
         into a NumPy array or a number is told as that."""
-        events = [e for e in self.state.events.for_key(watched.key)
+        events = [e for e in self.record.events_for(watched.key)
                   if e.kind in CUTS and e.detail != "state_dict()"]
         later = {e.site for e in events if e.kind in ("numpy", "item")}
         return [e for e in events if not (e.kind in ("detach", "data_attr") and e.site in later)]
@@ -120,14 +117,11 @@ class Verdict:
     names: list[str]
 
 
-def judge(state: TraceState) -> Verdict:
-    """All findings of a trace, the tensors judged, and the graphs to draw."""
-    registry = state.registry
-    registry.resolve_names()
-    keys, unmatched = selected(registry, state.spec)
-    keys = {key for key in keys if not registry.all[key].replaced}  # judged through their parametrizations
-    run = Run(state, keys, optimized=_optimized(state))
-    _locate_pretrace_parameters(run)
+def judge(record: TraceRecord) -> Verdict:
+    """All findings of a finished trace, the tensors judged, and the graphs to draw."""
+    keys, unmatched = record.selected()
+    keys = {key for key in keys if not record.watched_at(key).replaced}  # judged through their parametrizations
+    run = Run(record, keys, optimized=_optimized(record))
     by_event: dict[int, Finding] = {}
     zero: list[Watched] = []
     unstepped: set[int] = set()  # got gradients, but never when an optimizer stepped it
@@ -138,7 +132,7 @@ def judge(state: TraceState) -> Verdict:
         if not run.expected_or_optimized(watched):
             continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if watched.ever_grad:
-            miss = state.step_misses.get(watched.key)
+            miss = record.step_miss(watched.key)
             if miss is not None:
                 unstepped.add(watched.key)
                 run.findings.extend(_step_miss_findings(run, watched, miss))
@@ -146,10 +140,10 @@ def judge(state: TraceState) -> Verdict:
                 zero.append(watched)
             continue
         symptom = run.symptom(watched)
-        chains = state.missed.get(watched.key)
+        chains = record.missed(watched.key)
         if chains:
             events = ordered_events(chains.keys())
-        elif state.backward_count or symptom is not None:
+        elif record.backwards or symptom is not None:
             events = run.uses(watched)  # cut on the way and never reached a loss
         else:
             events = []
@@ -158,41 +152,30 @@ def judge(state: TraceState) -> Verdict:
             by_event[id(event)] = finding
             run.findings.append(finding)
     run.findings.extend(_zero_gradients(run, zero))
-    for taint in state.dead_ends:
+    for taint in record.dead_ends:
         for key, chain in taint.chains.items():
             if key in keys:
                 run.findings.extend(run.cut_finding(e, run.name(key)) for e in chain)
     for scanner in SCANNERS:
         run.findings.extend(scanner.scan(run))
-    graphs = [_captured(state, run, pending, by_event) for pending in state.graphs]
+    graphs = [_captured(run, pending, by_event) for pending in record.graphs]
     named = {finding.tensor for finding in run.findings}
     watched = [WatchedTensor(w.name, w.shape, False if w.key in unstepped else w.got_grad)
                for w in run.watched() if _trainable(w) and _listed(run, w, named)]
-    names = sorted({w.name for w in registry.all})
+    names = sorted({w.name for w in record.watched()})
     findings = _unique(run.findings)
-    findings = apply_suppressions(findings, touched_files(state, findings))
+    findings = apply_suppressions(findings, touched_files(record, findings))
     return Verdict(findings, watched, [g for g in graphs if g is not None], unmatched, names)
 
 
-def value_cuts(state: TraceState, value: Any) -> list[Finding]:
+def value_cuts(record: TraceRecord, value: Any) -> list[Finding]:
     """Why ``value`` (a tensor without ``grad_fn``, a number) has no autograd history: the cuts its
     values went through, in the order they flowed, as findings about the tensors they came from."""
-    taint = state.taints.get(value)
+    taint = record.taint_of(value)
     if taint is None:
         return []
-    state.registry.resolve_names()
-    run = Run(state, {w.key for w in state.registry.all})
+    run = Run(record, {w.key for w in record.watched()})
     return _unique([run.cut_finding(e, run.name(key)) for key, chain in taint.chains.items() for e in chain])
-
-
-def _locate_pretrace_parameters(run: Run) -> None:
-    """Parameters of modules built before the trace, which may get findings: the line that assigned them
-    (``self.proj = nn.Linear(...)``) stands in for the registration the trace did not see."""
-    for watched in run.watched():
-        if watched.site is None and watched.owner is not None and not watched.ever_grad:
-            module = watched.owner[0]()
-            if module is not None:
-                watched.site = attribute_site(module, watched.owner[1])
 
 
 def _step_miss_findings(run: Run, watched: Watched, miss: StepMiss) -> list[Finding]:
@@ -213,7 +196,7 @@ def _layer(watched: Watched) -> tuple[int, str] | None:
     after the module is gone (scripts end before they are judged)."""
     if watched.owner is None:
         return None
-    return watched.owner[3], watched.owner[1].rpartition(".")[0]
+    return watched.owner.ident, watched.owner.attribute.rpartition(".")[0]
 
 
 def _trainable(watched: Watched) -> bool:
@@ -226,12 +209,12 @@ def _listed(run: Run, watched: Watched, named: set[str]) -> bool:
     """Whether the summary counts it: a tensor without gradient that nobody meant to learn (optimizers
     exist, none holds it, the user did not ask) and no finding names is a copy, a target network, a
     template or a replaced original; saying it "got no gradient" would blame correct code."""
-    return (watched.ever_grad or watched.name in named or not run.state.optimizers
+    return (watched.ever_grad or watched.name in named or not run.record.optimizers
             or run.expected_or_optimized(watched))
 
 
-def _optimized(state: TraceState) -> set[int]:
-    return {id(p) for record in state.optimizers for p in (ref() for ref in record.params) if p is not None}
+def _optimized(record: TraceRecord) -> set[int]:
+    return {id(p) for optimizer in record.optimizers for p in (ref() for ref in optimizer.params) if p is not None}
 
 
 def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
@@ -242,7 +225,7 @@ def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
     findings: list[Finding] = []
     plain: list[Watched] = []
     for watched in zero:
-        events = [e for e in run.state.events.for_key(watched.key) if e.kind == "non_differentiable"]
+        events = [e for e in run.record.events_for(watched.key) if e.kind == "non_differentiable"]
         if events:
             findings.extend(run.cut_finding(e, watched.name) for e in sorted(events, key=lambda e: e.order))
         else:
@@ -267,17 +250,12 @@ def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
                f"loss does not change with {'it' if one else 'them'} here (a loss invariant to it, a "
                "piecewise-linear function's second derivative, dead ReLUs, or underflow through depth)")
     findings.append(run.finding(
-        "non_differentiable", "info", first.name, first.site or _module_site(first),
+        "non_differentiable", "info", first.name, run.record.defined_at(first),
         why + "; no cut explains it, so this is the mathematics of the model, not a bug in the code.",
         fix,
         count=len(plain),
     ))
     return findings
-
-
-def _module_site(watched: Watched) -> Site | None:
-    owner = watched.owner[0]() if watched.owner else None
-    return module_site(owner) if owner is not None else None
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
@@ -302,7 +280,7 @@ def ordered_events(chains: Any) -> list[Event]:
     return sorted(position, key=position.__getitem__)
 
 
-def _captured(state: TraceState, run: Run, pending: Any, by_event: dict[int, Finding]) -> CapturedGraph | None:
+def _captured(run: Run, pending: Any, by_event: dict[int, Finding]) -> CapturedGraph | None:
     missing = tuple(run.name(k) for k in pending.missing if k in run.keys)
     if not missing:
         return None

@@ -17,7 +17,7 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.query import TraceRecord
 from gradcheck_l2c.records import Finding
 from gradcheck_l2c.rules import lookup, rule_for
 
@@ -72,12 +72,12 @@ def apply_suppressions(findings: Sequence[Finding], files: Iterable[str]) -> lis
     return result
 
 
-def touched_files(state: TraceState, findings: Iterable[Finding]) -> set[str]:
+def touched_files(record: TraceRecord, findings: Iterable[Finding]) -> set[str]:
     """The user files the run touched: where its findings, recorded events, watched tensors and
     optimizers were."""
-    sites = [event.site for event in state.events]
-    sites += [watched.site for watched in state.registry.all]
-    sites += [record.site for record in state.optimizers]
+    sites = [event.site for event in record.events()]
+    sites += [watched.site for watched in record.watched()]
+    sites += [optimizer.site for optimizer in record.optimizers]
     files = {site.file for site in sites if site is not None}
     files.update(finding.file for finding in findings)
     return {file for file in files if os.path.isfile(file)}

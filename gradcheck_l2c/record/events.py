@@ -3,9 +3,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from gradcheck_l2c.record.locations import Site
+
+
+class EventExtra(TypedDict, total=False):
+    """The facts some kinds of event carry besides their place and operation, given when recorded."""
+
+    rebuilds: bool  # no_grad: the op rebuilt a watched leaf out of place (an update step, `w = w - lr * g`)
+    given: str  # tensor_rewrap: what was given ("tensor", "tensors", "array", "numbers", "number")
+    requires_grad: bool  # tensor_rewrap: whether the new tensor was made with requires_grad=True
+    came_from: tuple[str, Site | None] | None  # tensor_rewrap: the cut the values came through, and its line
+    output: str  # non_differentiable: "bool" (a mask), "integer" (indices, a cast) or "step" (round, sign)
+    snapshot: Site | None  # state_dict_alias: where the stale state_dict() snapshot was taken
+    outer: str  # module_in_forward: the class whose forward built the module
+    saver: str  # inplace_saved: the autograd node that saved the tensor
+    saver_site: str | None  # inplace_saved: where that node was made ("train.py:12")
+    symptom: Site | None  # inplace_saved: the backward that failed
+    optimizer: str  # inplace_saved: the optimizer whose step wrote in place; optimizer "erased": its class
+    size: int  # optimizer "erased": how many parameters it holds
+    first: str  # optimizer (two optimizers): the class of the optimizer that held the parameter first
+    records: tuple[Any, Any]  # optimizer (two optimizers): the two OptimizerRecords
 
 
 @dataclass(eq=False)
@@ -24,7 +43,7 @@ class Event:
     order: int
     count: int = 1
     source: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: EventExtra = field(default_factory=EventExtra)  # type: ignore[arg-type]
 
 
 class EventLog:
@@ -35,15 +54,19 @@ class EventLog:
 
     def record(self, kind: str, key: int, site: Site | None, detail: str, source: Any = None,
                **extra: Any) -> Event:
+        """The event of this kind, tensor, place and operation, made now or counted once more; a fact that
+        the first time did not know (``extra``, ``source``) is added, none is changed."""
         index = (kind, key, site, detail)
         event = self._events.get(index)
         if event is None:
-            event = Event(kind, key, site, detail, len(self._events), source=source, extra=extra)
+            event = Event(kind, key, site, detail, len(self._events), source=source, extra=EventExtra(**extra))
             self._events[index] = event
         else:
             event.count += 1
             if source is not None and event.source is None:
                 event.source = source
+            for name, value in extra.items():
+                event.extra.setdefault(name, value)  # type: ignore[misc]
         return event
 
     def for_key(self, key: int) -> list[Event]:

@@ -1,6 +1,7 @@
 """Iterative walks over autograd graphs: never recursive, so any depth works."""
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -88,3 +89,18 @@ def signature(root: Any, limit: int | None = None) -> int:
         children = tuple(order.get(id(c), -1) for c, _ in node.next_functions if c is not None)
         parts.append((type(node).__name__, children))
     return hash(tuple(parts))
+
+
+def grad_fn_of(tensor: torch.Tensor) -> Any:
+    """``tensor.grad_fn``, or None where PyTorch refuses to build it: a view made under no_grad whose
+    base was then written in place (``nn.Embedding``'s padding row) raises on the attribute read."""
+    try:
+        return tensor.grad_fn
+    except RuntimeError:
+        return None
+
+
+def node_site(node: Any) -> str | None:
+    """The user line that created an autograd node (``train.py:12``), when the tracer recorded it."""
+    site = node.metadata.get("gradcheck_site") if node is not None else None
+    return f"{os.path.basename(site[0])}:{site[1]}" if site else None

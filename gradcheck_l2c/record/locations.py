@@ -19,6 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from gradcheck_l2c.record.torch_internals import MODULE_CALLS
+
 
 def _directory(path: str) -> str:
     return os.path.normcase(os.path.realpath(path)) + os.sep
@@ -267,7 +269,7 @@ def _self_assignments(cls: type) -> dict[str, Site]:
 def inside_forward(frame) -> str | None:
     """The class of the module whose forward is running on the stack above ``frame``, if any."""
     while frame is not None:
-        if frame.f_code.co_name in ("_call_impl", "_wrapped_call_impl"):
+        if frame.f_code.co_name in MODULE_CALLS:
             module = frame.f_locals.get("self")
             if isinstance(module, nn.Module):
                 return type(module).__name__

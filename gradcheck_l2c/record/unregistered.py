@@ -4,25 +4,55 @@ creation site while the modules are alive, for the ``non_parameter_tensor`` dete
 the run."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
 
 from gradcheck_l2c.record import graph
-from gradcheck_l2c.record.locations import module_site
+from gradcheck_l2c.record.locations import Site, module_site
+from gradcheck_l2c.record.watch import WatchRegistry
 
 
-def collect(state) -> None:
-    """Remember every unregistered grad-requiring attribute of the live modules, with its creation site."""
-    registry = state.registry
-    for module, _ in registry.live_modules():
-        owner = type(module).__name__
-        for attr, value in vars(module).items():
-            if attr.startswith("_") or (owner, attr) in state.unregistered:
-                continue
-            problem = _problem(value)
-            if problem is not None:
-                site = _creation_site(registry, value) or module_site(module)
-                state.unregistered[(owner, attr)] = (site, problem, None)
+class Unregistered(NamedTuple):
+    """A module attribute that holds what should be registered: ``problem`` is ``tensor`` (requires grad,
+    not a Parameter), ``list``/``tuple``/``dict`` (of Parameters) or ``plain`` (a tensor without grad that
+    user code treated as learnable, its ``symptom`` the line that did)."""
+
+    site: Site | None
+    problem: str
+    symptom: Site | None
+
+
+class UnregisteredLog:
+    """(module class, attribute) -> what is wrong with it, first seen while the module lived."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], Unregistered] = {}
+
+    def collect(self, registry: WatchRegistry) -> None:
+        """Remember every unregistered grad-requiring attribute of the live modules, with its creation site."""
+        for module, _ in registry.live_modules():
+            owner = type(module).__name__
+            for attr, value in vars(module).items():
+                if attr.startswith("_") or (owner, attr) in self.found:
+                    continue
+                problem = _problem(value)
+                if problem is not None:
+                    site = _creation_site(registry, value) or module_site(module)
+                    self.found[(owner, attr)] = Unregistered(site, problem, None)
+
+    def plain_attribute(self, registry: WatchRegistry, tensor: torch.Tensor, symptom: Site | None) -> None:
+        """A tensor that never required grad was treated as learnable (its ``.grad`` read, or handed to
+        an optimizer): if a module holds it as a plain attribute, that assignment is the bug."""
+        for root, _ in registry.live_modules():
+            for module in root.modules():
+                for attr, value in vars(module).items():
+                    if value is tensor and not attr.startswith("_"):
+                        entry = registry.assigned.get((id(module), attr))
+                        site = entry[1] if entry is not None and entry[0]() is module else None
+                        self.found[(type(module).__name__, attr)] = Unregistered(site, "plain", symptom)
+                        return
 
 
 def _problem(value) -> str | None:
@@ -45,7 +75,7 @@ def _computed_from_parameters(tensor: torch.Tensor) -> bool:
     return any(isinstance(leaf, nn.Parameter) for leaf in graph.leaf_tensors([tensor.grad_fn]))
 
 
-def _creation_site(registry, value):
+def _creation_site(registry: WatchRegistry, value) -> Site | None:
     """Where the tensor (or, for a computed one, the leaf it was computed from) was created."""
     tensors = [value] if isinstance(value, torch.Tensor) else list(value.values() if isinstance(value, dict)
                                                                    else value)

@@ -1,23 +1,30 @@
-"""Which tensors are watched, and the names a user recognises them by.
+"""Which tensors are watched: what the user asked for, and what the trace knows about each one.
 
-Parameters are named after the outermost module that holds them (``CNNCifar.alpha``,
-``Sequential.0.weight``); other leaves after the variable or module attribute that holds them,
-or after the line that created them (``train.py:12``).
+A post-accumulate-grad hook on every watched leaf tells when its gradient arrives; how they are named
+is `names.py`'s job.
 """
 from __future__ import annotations
 
 import fnmatch
-import os
 import weakref
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from gradcheck_l2c.errors import UsageError
-from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.scope import Clock
+
+
+class Owner(NamedTuple):
+    """The module attribute a watched tensor sits on, remembered after the module is gone."""
+
+    module: weakref.ref
+    attribute: str  # the dotted path below the module (``fc.weight``)
+    cls: str  # the module's class
+    ident: int  # the module's id while it lived
 
 
 @dataclass(eq=False)
@@ -31,7 +38,7 @@ class Watched:
     is_parameter: bool
     explicit: bool = False
     user_leaf: bool = False
-    owner: tuple[weakref.ref, str, str, int] | None = None  # (module, attribute, module class, id) it sits on
+    owner: Owner | None = None
     variable: str | None = None
     name: str = ""
     aliases: tuple[str, ...] = ()
@@ -109,7 +116,9 @@ class WatchSpec:
 class WatchRegistry:
     """Every watched tensor, looked up by identity in O(1) on the tracer's hot path."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock or Clock()
+        self.arrived: list[int] = []  # keys whose gradient arrived during the backward running now
         self.by_id: dict[int, Watched] = {}
         self.all: list[Watched] = []
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
@@ -165,6 +174,40 @@ class WatchRegistry:
         by_id[ident] = watched
         return watched
 
+    def watch_leaf(self, tensor: torch.Tensor, site: Site | None, owner: tuple[nn.Module, str] | None = None,
+                   explicit: bool = False, user_leaf: bool = False) -> None:
+        """Watch a leaf that requires grad; a post-accumulate hook tells when it gets a gradient.
+
+        ``user_leaf``: user code asked for this leaf's gradient by creating it with
+        ``requires_grad=True`` — unlike module parameters, which require grad by default.
+        """
+        if not (tensor.requires_grad and tensor.is_leaf):
+            return
+        watched = self.add(tensor, site, owner=owner, explicit=explicit)
+        if user_leaf and not watched.user_leaf:
+            watched.user_leaf = True
+            self.user_leaves[id(tensor)] = watched.key
+        if watched.hook is None:
+            watched.born = self.clock.backwards
+            arrived = self.arrived
+            key = watched.key
+            watched.hook = tensor.register_post_accumulate_grad_hook(lambda _t, key=key: arrived.append(key))
+
+    def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
+        """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is
+        where a missing gradient showed."""
+        watched = self.get(tensor)
+        if watched is not None:
+            watched.explicit = True
+            watched.grad_read = watched.grad_read or site
+
+    def unhook(self) -> None:
+        """Remove every watched leaf's hook (the trace ends)."""
+        for watched in self.all:
+            if watched.hook is not None:
+                watched.hook.remove()
+                watched.hook = None
+
     def add_module(self, module: nn.Module, variable: str | None = None) -> None:
         entry = self.modules.get(id(module))
         if entry is None or entry[0]() is not module:
@@ -180,125 +223,9 @@ class WatchRegistry:
                 alive.append((module, variable))
         return alive
 
-    def resolve_names(self) -> None:
-        """Give every watched tensor its display name and the aliases patterns may match."""
-        live = [_unwrapped(module, variable) for module, variable in self.live_modules()]
-        inner: set[int] = set()
-        for module, _ in live:
-            for child in module.modules():
-                if child is not module:
-                    inner.add(id(child))
-        roots = [(module, variable) for module, variable in live if id(module) not in inner]
-        classes = Counter(type(module).__name__ for module, _ in roots)
-        qualified: dict[int, list[str]] = {}
-        for module, variable in roots:
-            root = type(module).__name__
-            for qualname, tensor in _named_tensors(module):
-                names = qualified.setdefault(id(tensor), [])
-                if variable and classes[root] > 1:  # copies of one model (a target network): by variable
-                    names.append(f"{variable}.{qualname}")
-                names.extend([f"{root}.{qualname}", qualname])
-                if variable:
-                    names.append(f"{variable}.{qualname}")
-        for module, _ in live:
-            if id(module) not in inner:
-                self._note_structure(module)
-        for watched in self.all:
-            tensor = watched.ref()
-            names = qualified.get(id(tensor), []) if tensor is not None else []
-            if names:
-                watched.name = names[0]
-            elif not watched.name or watched.aliases == (watched.name,):
-                watched.name = self._fallback_name(watched)
-            variable = [watched.variable] if watched.variable else []
-            watched.aliases = tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable]))
-
-    def _note_structure(self, root: nn.Module) -> None:
-        """Remember, for each watched parameter of ``root``'s tree, the parameters of its module's tree (one
-        getting a gradient shows that forward ran) and where the forward of its module and of that module's
-        parent start: judged later, maybe after the model is gone."""
-        modules = dict(root.named_modules())
-        for prefix, module in modules.items():
-            params = [self.get(p) for p in module.parameters(recurse=False)]
-            keys = tuple(w.key for w in map(self.get, module.parameters()) if w is not None)
-            parent = modules.get(prefix.rpartition(".")[0]) if prefix else None
-            forwards = (forward_site(module), forward_site(parent) if parent is not None else None)
-            for watched in params:
-                if watched is not None:
-                    watched.siblings, watched.forwards, watched.holder = keys, forwards, type(module).__name__
-
-    @staticmethod
-    def _fallback_name(watched: Watched) -> str:
-        """A name for a tensor no live module holds: its module attribute, variable, or creation line."""
-        if watched.owner is not None:
-            return f"{watched.owner[2]}.{watched.owner[1]}"
-        if watched.variable:
-            return watched.variable
-        if watched.site is not None:
-            return f"{os.path.basename(watched.site.file)}:{watched.site.line}"
-        return f"tensor#{watched.key}"
-
-
-def forward_site(module: nn.Module) -> Site | None:
-    """Where the ``forward`` of a module class the user wrote starts (None for torch's own modules)."""
-    code = getattr(getattr(type(module), "forward", None), "__code__", None)
-    if code is None or frame_kind(code.co_filename) != USER:
-        return None
-    return Site(os.path.abspath(code.co_filename), code.co_firstlineno)
-
-
-def name_variables(registry: WatchRegistry, variables: dict[str, Any], limit: int = 64) -> None:
-    """Name watched tensors that have no name yet after the variables holding them: ``b``, or an item
-    of a small list or dict variable (``fast_weights[0]``, ``params['w']``); plain variables first."""
-    containers = []
-    for name, value in variables.items():
-        if isinstance(value, torch.Tensor):
-            _name(registry, value, name)
-        elif type(value) in (list, tuple, dict) and len(value) <= limit:
-            containers.append((name, value))
-    for name, value in containers:
-        items = value.items() if type(value) is dict else enumerate(value)
-        for index, item in items:
-            if isinstance(item, torch.Tensor):
-                _name(registry, item, f"{name}[{index!r}]")
-
-
-def _name(registry: WatchRegistry, tensor: torch.Tensor, name: str) -> None:
-    watched = registry.get(tensor)
-    if watched is not None and watched.variable is None and watched.owner is None and name != "self":
-        watched.variable = name
-
-
-def _unwrapped(module: nn.Module, variable: str | None) -> tuple[nn.Module, str | None]:
-    """A data-parallel wrapper (DDP, DataParallel) stands for the module it wraps: its parameters are
-    named ``Net.fc.weight`` on every rank, as without the wrapper, and ``model.module.fc.weight``."""
-    if isinstance(module, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
-        return module.module, f"{variable}.module" if variable else None
-    return module, variable
-
-
-def _named_tensors(root: nn.Module) -> list[tuple[str, torch.Tensor]]:
-    """Parameters, then grad-requiring tensors held as plain attributes (also inside a list, tuple or
-    dict attribute) of ``root`` and its submodules, with their dotted names (``layers[0]``)."""
-    found = list(root.named_parameters(remove_duplicate=False))
-    for prefix, module in root.named_modules():
-        dot = f"{prefix}." if prefix else ""
-        for attr, value in vars(module).items():
-            if attr.startswith("_"):
-                continue
-            if isinstance(value, torch.Tensor):
-                found.append((f"{dot}{attr}", value))
-            elif type(value) in (list, tuple):
-                found.extend((f"{dot}{attr}[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
-            elif type(value) is dict:
-                found.extend((f"{dot}{attr}[{k!r}]", v) for k, v in value.items() if isinstance(v, torch.Tensor))
-    return found
-
-
-def owner_of(module: nn.Module, attr: str) -> tuple[weakref.ref, str, str, int]:
-    """How a watched tensor remembers the module attribute it sits on, even after the module is gone:
-    (a weak reference, the attribute path, the module's class, the module's id while it lived)."""
-    return (weakref.ref(module), attr, type(module).__name__, id(module))
+def owner_of(module: nn.Module, attr: str) -> Owner:
+    """How a watched tensor remembers the module attribute it sits on, even after the module is gone."""
+    return Owner(weakref.ref(module), attr, type(module).__name__, id(module))
 
 
 def matches(watched: Watched, pattern: str) -> bool:

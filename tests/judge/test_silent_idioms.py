@@ -214,7 +214,7 @@ def test_a_finding_without_a_place_takes_the_first_user_line_the_trace_knows(sni
     w.sum().backward()
     """))
     t = script.run()
-    finding = Run(t._state, set()).finding("optimizer", "warning", "w", None, "message", "fix")
+    finding = Run(t._state.record(), set()).finding("optimizer", "warning", "w", None, "message", "fix")
     assert (finding.file, finding.line) == (str(script.path), script.line("made"))
 
 

@@ -2,7 +2,8 @@
 
 A private name (``torch._C._TensorBase``, ``torch.overrides._get_current_function_mode_stack``) can move or
 vanish in any release, which would break the tool beside a torch it declares it supports. The ones kept
-on purpose are listed in ``ALLOWED`` and in the README's "Supported versions". Names are read with
+on purpose are read in one module, ``record/torch_internals.py``, which lists each with its reason
+(``PRIVATE_NAMES``, ``PRIVATE_ATTRIBUTES``), as does the README's "Supported versions". Names are read with
 ``ast`` from every module, following ``import torch.x as y`` and ``from torch.x import y`` aliases.
 """
 from __future__ import annotations
@@ -10,12 +11,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from gradcheck_l2c.record.torch_internals import PRIVATE_ATTRIBUTES, PRIVATE_NAMES
+
 PACKAGE = Path(__file__).resolve().parents[2] / "gradcheck_l2c"
-#: Internal names the tracer needs, each present from torch 2.1 to 2.14: switching torch functions off while
-#: judging, and asking whether the tracer's mode is still on the stack (so an interrupted exit can run again).
-ALLOWED = {"torch._C.DisableTorchFunction", "torch.overrides._get_current_function_mode_stack",
-           # DDP's parameter list in the order of the indices its unused-parameter error prints
-           "torch.nn.parallel.DistributedDataParallel._build_params_for_reducer"}
+INTERNALS = PACKAGE / "record" / "torch_internals.py"
+ALLOWED = set(PRIVATE_NAMES)
 
 
 def is_private(dotted: str) -> bool:
@@ -54,14 +54,32 @@ def torch_names(tree: ast.Module) -> set[str]:
     return found
 
 
-def test_only_public_torch_names_besides_the_allowed_ones():
+def test_private_torch_names_are_read_only_in_torch_internals_and_each_is_listed():
     private = {}
     for path in sorted(PACKAGE.rglob("*.py")):
+        allowed = ALLOWED if path == INTERNALS else set()
         for name in torch_names(ast.parse(path.read_text(encoding="utf-8"))):
-            if is_private(name) and not any(name == ok or name.startswith(ok + ".") for ok in ALLOWED):
-                if not any(ok.startswith(name + ".") for ok in ALLOWED):  # torch._C on the way to an allowed name
+            if is_private(name) and not any(name == ok or name.startswith(ok + ".") for ok in allowed):
+                if not any(ok.startswith(name + ".") for ok in allowed):  # torch._C on the way to an allowed name
                     private.setdefault(name, str(path.relative_to(PACKAGE.parent)))
     assert private == {}
+
+
+def test_torch_internal_attributes_are_named_only_in_torch_internals():
+    """``tensor._version``, ``module._parameters``, ``"_load_from_state_dict"`` on the stack: attributes of torch
+    objects, not names of torch modules, so the check above cannot see them; their names can."""
+    elsewhere = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == INTERNALS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            text = node.attr if isinstance(node, ast.Attribute) else \
+                node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+            if text is not None and any(text == name or (name.endswith("_") and text.startswith(name))
+                                        for name in PRIVATE_ATTRIBUTES):
+                elsewhere.setdefault(text, str(path.relative_to(PACKAGE.parent)))
+    assert elsewhere == {}
 
 
 def test_the_check_sees_private_names_through_aliases():

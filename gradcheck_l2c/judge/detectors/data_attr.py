@@ -1,7 +1,7 @@
 """`data_attr`: ``.data`` read on the path, or ``x.data = ...``."""
 from __future__ import annotations
 
-from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.facts import Event
 
 KIND = "data_attr"
 SEVERITY = "error"

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.facts import DdpError, DdpModule, DdpRecord, Site
 from gradcheck_l2c.records import Finding
 
 KIND = "ddp_unused"
@@ -22,13 +21,12 @@ _LAST_RESORT = ("find_unused_parameters=True in DDP(...) is the last resort: it 
 
 def scan(run: Any) -> list[Finding]:
     found: list[Finding] = []
-    registry = run.state.registry
-    for record in run.state.ddp.records:
+    for record in run.record.ddp:
         for error in record.errors:
             found.extend(_finding(run, record, key, error) for key in _unused(run, record, error))
-        if record.find_unused and not record.errors and run.state.backward_count:
+        if record.find_unused and not record.errors and run.record.backwards:
             found.extend(_finding(run, record, key, None) for key in record.keys
-                         if key is not None and key in run.keys and not registry.all[key].ever_grad)
+                         if key is not None and key in run.keys and not run.record.watched_at(key).ever_grad)
     return found
 
 
@@ -50,13 +48,13 @@ def _unused(run: Any, record: DdpRecord, error: DdpError) -> list[int]:
     elif error.names:
         keys = [record.names.get(name) for name in error.names]
     else:
-        last = run.state.backward_count
-        keys = [k for k in record.keys if k is not None and run.state.registry.all[k].last_reached < last]
+        last = run.record.backwards
+        keys = [k for k in record.keys if k is not None and run.record.watched_at(k).last_reached < last]
     return [k for k in keys if k is not None and k in run.keys]
 
 
 def _finding(run: Any, record: DdpRecord, key: int, error: DdpError | None) -> Finding:
-    watched = run.state.registry.all[key]
+    watched = run.record.watched_at(key)
     name = watched.name
     module = record.modules.get(record.owners.get(key, ""))
     why, action, used = _reason(run, record, key, module, error)
@@ -84,26 +82,26 @@ def _finding(run: Any, record: DdpRecord, key: int, error: DdpError | None) -> F
 def _reason(run: Any, record: DdpRecord, key: int, module: DdpModule | None,
             error: DdpError | None) -> tuple[str, str, Site | None]:
     """Why the parameter got no gradient, what to do first, and the line where its values were last used."""
-    name = run.state.registry.all[key].name
+    name = run.record.watched_at(key).name
     if error is not None and key in error.frozen:
         return ("it was frozen (requires_grad=False) after DDP(...) registered it",
                 "freeze it before wrapping the model in DDP(...), so that DDP leaves it out, or build DDP(...) "
                 "again after freezing", record.site)
-    first, end = run.state.ddp.window(record, error.iteration if error else None, run.state.events_at_backward)
-    cuts = [e for e in run.uses(run.state.registry.all[key]) if first <= e.order < end]
+    first, end = run.record.ddp_window(record, error.iteration if error else None)
+    cuts = [e for e in run.uses(run.record.watched_at(key)) if first <= e.order < end]
     if cuts:
         last = max(cuts, key=lambda e: e.order)
         fix = run.cut_finding(last, name).fix.rstrip(".")
         return f"its values were cut from the loss at {last.site} ({last.detail})", f"at {last.site}: {fix}", last.site
     if module is None:
         return "no module of the model holds it", "use it in forward, or delete it", None
-    call = run.state.ddp.called(record, module.path, error.iteration if error is not None else None)
+    call = run.record.ddp_called(record, module.path, error.iteration if error is not None else None)
     if call is False:
         parent = record.modules.get(module.parent or "")
         where = f"{parent.cls}.forward ({parent.forward})" if parent is not None else "the forward"
         return (f"{module.path} was never called: {where} skips it",
                 f"call {module.path} in forward so that its output reaches the loss, or delete it", None)
-    if any(run.state.registry.all[k].ever_grad for k in module.keys):
+    if any(run.record.watched_at(k).ever_grad for k in module.keys):
         return (f"{module.cls}.forward ran but does not use it", f"use it in {module.cls}.forward, or delete it",
                 call)
     return (f"{module.path} was called at {call}, but its output did not reach the loss",

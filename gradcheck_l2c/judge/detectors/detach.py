@@ -1,7 +1,7 @@
 """`detach`: ``.detach()`` (or ``state_dict()``, which detaches) on the path."""
 from __future__ import annotations
 
-from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.facts import Event
 
 KIND = "detach"
 SEVERITY = "error"

@@ -8,7 +8,7 @@ KIND = "module_in_forward"
 
 def scan(run) -> list[Finding]:
     found = []
-    for event in run.state.events.of_kind(KIND):
+    for event in run.record.events(KIND):
         created, outer = event.detail, event.extra.get("outer", "a module")
         if not run.wants(created, outer):
             continue

@@ -1,7 +1,7 @@
 """`new_parameter`: ``nn.Parameter(...)`` wrapped a computed tensor, making a fresh leaf."""
 from __future__ import annotations
 
-from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.facts import Event
 
 KIND = "new_parameter"
 SEVERITY = "error"

@@ -7,8 +7,7 @@ step to it) and for any other computation."""
 from __future__ import annotations
 
 from gradcheck_l2c.judge.grad_mode_site import GradOff, grad_disabled_at
-from gradcheck_l2c.record.events import Event
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.facts import Event, Site
 
 KIND = "no_grad"
 SEVERITY = "error"

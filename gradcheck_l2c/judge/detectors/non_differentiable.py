@@ -5,7 +5,7 @@ piecewise-constant value (round, floor, sign ...), indices (argmax, topk, sort .
 (a comparison), or an integer cast."""
 from __future__ import annotations
 
-from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.facts import Event
 
 KIND = "non_differentiable"
 SEVERITY = "error"

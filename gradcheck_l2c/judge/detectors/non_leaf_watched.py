@@ -4,7 +4,6 @@ The finding sits on the line that made the non-leaf (`w = w.to(device)`, `w = no
 read is its symptom; the fix depends on whether that line moved the leaf to a device or dtype."""
 from __future__ import annotations
 
-from gradcheck_l2c.judge.sites import leaf_names, made_at
 from gradcheck_l2c.records import Finding
 
 KIND = "non_leaf_watched"
@@ -14,14 +13,14 @@ def scan(run) -> list[Finding]:
 
     found = []
     seen = set()
-    for site, name, is_leaf, grad_fn in run.state.read_missing:
+    for site, name, is_leaf, grad_fn in run.record.nonleaf_reads:
         if (site, name) in seen or not run.wants(name):
             continue
         seen.add((site, name))
         if not is_leaf and grad_fn is not None:
-            made = made_at(grad_fn)
+            made = run.record.made_at(grad_fn)
             made_by = f"made by {type(grad_fn).__name__}" + (f" at {made}" if made else "")
-            leaves = leaf_names(run.state, grad_fn)
+            leaves = run.record.leaf_names(grad_fn)
             went = f"; the gradient went to the leaf {', '.join(leaves)}" if leaves else ""
             found.append(run.finding(
                 KIND, "error", name, made or site,

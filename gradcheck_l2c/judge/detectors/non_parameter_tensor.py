@@ -6,16 +6,14 @@ Modules are looked at while they are alive (at the first backward calls and at t
 """
 from __future__ import annotations
 
-from gradcheck_l2c.record.unregistered import collect
 from gradcheck_l2c.records import Finding
 
 KIND = "non_parameter_tensor"
 
 
 def scan(run) -> list[Finding]:
-    collect(run.state)
     found = []
-    for (owner, attr), (site, problem, symptom) in run.state.unregistered.items():
+    for (owner, attr), (site, problem, symptom) in run.record.unregistered.items():
         name = f"{owner}.{attr}"
         if not run.wants(name, attr):
             continue

@@ -1,7 +1,7 @@
 """`numpy`: a value computed from the watched tensor became a NumPy array."""
 from __future__ import annotations
 
-from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.facts import Event
 
 KIND = "numpy"
 SEVERITY = "error"

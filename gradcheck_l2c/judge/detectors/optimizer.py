@@ -13,9 +13,9 @@ KIND = "optimizer"
 
 
 def scan(run) -> list[Finding]:
-    state = run.state
+    record = run.record
     found = []
-    for event in state.events.of_kind(KIND):
+    for event in record.events(KIND):
         if event.detail == "erased":
             optimizer = event.extra["optimizer"]
             found.append(run.finding(
@@ -31,13 +31,13 @@ def scan(run) -> list[Finding]:
             continue
         name = run.name(event.key)
         if event.detail == "none":
-            watched = state.registry.all[event.key]
+            watched = record.watched_at(event.key)
             tensor = watched.tensor
-            if watched.optimized or (tensor is not None and any(r.holds(tensor) for r in state.optimizers)):
+            if watched.optimized or (tensor is not None and any(r.holds(tensor) for r in record.optimizers)):
                 continue  # an optimizer built later took it
-            record = _meant_for(run, name)
-            message, fix = _none(run, watched, record)
-            found.append(run.finding(KIND, "warning", name, record.site if record else event.site, message, fix,
+            meant = _meant_for(run, name)
+            message, fix = _none(run, watched, meant)
+            found.append(run.finding(KIND, "warning", name, meant.site if meant else event.site, message, fix,
                                      event.count, related={"defined": event.site}))
             continue
         first, second = event.extra["records"]
@@ -64,8 +64,7 @@ def _none(run, watched, record) -> tuple[str, str]:
         return (f"{name} gets gradients but is in no optimizer, so it never changes.",
                 "pass it to an optimizer (model.parameters() holds every parameter), or add it with "
                 "optimizer.add_param_group({'params': [param]})" + freeze)
-    created = run.state.registry.created.get(id(watched.tensor))
-    if watched.key >= record.known and created is not None and created[0]() is watched.tensor:
+    if watched.key >= record.known and run.record.made_in_trace(watched.tensor):
         return (f"{name} gets gradients but is in no optimizer, so it never changes: it was made after the "
                 f"{record.name} built here, which holds only the parameters that existed then.",
                 f"build the {record.name} after the model is complete, from model.parameters(), or add the new "
@@ -79,7 +78,7 @@ def _none(run, watched, record) -> tuple[str, str]:
 def _meant_for(run, name: str):
     """The optimizer that should hold the parameter ``name``: the only one, or the one holding other
     parameters of the same model."""
-    records = [r for r in run.state.optimizers if r.site is not None]
+    records = [r for r in run.record.optimizers if r.site is not None]
     if len(records) == 1:
         return records[0]
     model = name.split(".", 1)[0]

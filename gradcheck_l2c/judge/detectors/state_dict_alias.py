@@ -13,7 +13,7 @@ KIND = "state_dict_alias"
 
 def scan(run) -> list[Finding]:
     by_snapshot: dict = {}
-    for event in run.state.events.of_kind(KIND):
+    for event in run.record.events(KIND):
         if event.key not in run.keys:
             continue
         by_snapshot.setdefault(event.extra.get("snapshot") or event.site, []).append(event)

@@ -1,7 +1,7 @@
 """`state_dict_reload`: values were copied into parameters under no_grad (``load_state_dict``, ``copy_``)."""
 from __future__ import annotations
 
-from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.facts import Event
 
 KIND = "state_dict_reload"
 SEVERITY = "error"

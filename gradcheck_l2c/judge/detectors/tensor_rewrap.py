@@ -4,7 +4,7 @@ The recorder notes what the call was given (tensors in a list, one tensor, Pytho
 and whether it asked for ``requires_grad=True``; the message and fix follow those facts."""
 from __future__ import annotations
 
-from gradcheck_l2c.record.events import Event
+from gradcheck_l2c.record.facts import Event
 
 KIND = "tensor_rewrap"
 SEVERITY = "error"

@@ -12,7 +12,7 @@ KIND = "untraced_thread"
 
 def scan(run) -> list[Finding]:
     found = []
-    for (thread, site), count in sorted(run.state.untraced.items(), key=lambda item: item[1], reverse=True):
+    for (thread, site), count in sorted(run.record.untraced.items(), key=lambda item: item[1], reverse=True):
         calls = f"{count} backward {'call' if count == 1 else 'calls'}"
         found.append(run.finding(
             KIND, "warning", f"thread {thread}", site,

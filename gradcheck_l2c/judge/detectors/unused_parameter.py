@@ -1,31 +1,29 @@
 """`unused_parameter`: the watched tensor never took part in computing any loss."""
 from __future__ import annotations
 
-from gradcheck_l2c.record.locations import module_site
 from gradcheck_l2c.records import Finding
 
 KIND = "unused_parameter"
 
 
 def scan(run) -> list[Finding]:
-    state = run.state
-    if state.backward_count == 0:
+    record = run.record
+    if record.backwards == 0:
         return []
 
     found = []
     told = {f.tensor for f in run.findings if f.kind == "ddp_unused"}  # DDP's unused parameters, explained
     for watched in run.watched():
         tensor = watched.tensor
-        if watched.ever_grad or watched.key in state.missed or watched.name in told:
+        if watched.ever_grad or record.missed(watched.key) is not None or watched.name in told:
             continue
         if tensor is not None and not tensor.requires_grad:
             continue
         expected = run.expected(watched)
-        if not run.expected_or_optimized(watched) or watched.born >= state.backward_count:
+        if not run.expected_or_optimized(watched) or watched.born >= record.backwards:
             continue  # not meant to learn, or no backward ran since it was made
-        owner = watched.owner[0]() if watched.owner else None
-        site = watched.site or (module_site(owner) if owner is not None else None)
-        consumer = state.consumers.get(watched.key)
+        site = record.defined_at(watched)
+        consumer = record.consumer(watched.key)
         if consumer is not None:
             found.append(run.finding(
                 "non_differentiable", "error" if expected else "warning", watched.name, site,
@@ -41,7 +39,7 @@ def scan(run) -> list[Finding]:
                "to learn.")
         used = None
         if watched.is_parameter and watched.owner is not None:
-            module = watched.holder or watched.owner[2]
+            module = watched.holder or watched.owner.cls
             own_forward, parent_forward = watched.forwards
             if _siblings_learn(run, watched):
                 where, used = f"; {module}.forward does not use it", own_forward
@@ -67,5 +65,4 @@ def scan(run) -> list[Finding]:
 
 def _siblings_learn(run, watched) -> bool:
     """Whether another parameter of its module (or of a submodule) got a gradient: that forward ran."""
-    registry = run.state.registry
-    return any(registry.all[key].ever_grad for key in watched.siblings if key != watched.key)
+    return any(run.record.watched_at(key).ever_grad for key in watched.siblings if key != watched.key)

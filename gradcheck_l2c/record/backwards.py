@@ -1,0 +1,193 @@
+"""What each backward reached and missed, which op consumes each watched leaf, and the graphs to draw;
+and what user code found when it read a ``.grad``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.cuts import CutRecorder
+from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.locations import Site, user_frame, user_site
+from gradcheck_l2c.record.names import name_variables, variable_name
+from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero
+from gradcheck_l2c.record.reach import Reachability
+from gradcheck_l2c.record.scope import Clock
+from gradcheck_l2c.record.taint import Chain, Taint, TaintStore
+from gradcheck_l2c.record.torch_internals import functions_off
+from gradcheck_l2c.record.unregistered import UnregisteredLog
+from gradcheck_l2c.record.watch import WatchRegistry
+
+Tensor = torch.Tensor
+MAX_GRAPHS = 8
+
+
+@dataclass
+class PendingGraph:
+    """A backward's graph in which watched tensors got no gradient, kept until findings exist."""
+
+    root: Any
+    missing: tuple[int, ...]
+    chains: dict[int, list[Chain]]
+    reentry: dict[int, list[Any]]  # id(event) -> graph nodes where tainted values came back in
+    signature: int
+
+
+class NonLeafRead(NamedTuple):
+    """User code read ``.grad`` of a tensor that is no leaf, which backward never fills."""
+
+    site: Site | None
+    name: str
+    is_leaf: bool
+    grad_fn: Any
+
+
+class BackwardLog:
+    """Facts about the backward passes of the traced thread and the ``.grad`` reads after them."""
+
+    def __init__(self, registry: WatchRegistry, taints: TaintStore, events: EventLog, optimizers: OptimizerLog,
+                 cuts: CutRecorder, unregistered: UnregisteredLog, clock: Clock,
+                 discover: Callable[[Any], None]) -> None:
+        self.registry, self.taints, self.events, self.optimizers = registry, taints, events, optimizers
+        self.cuts, self.unregistered, self.clock, self._discover = cuts, unregistered, clock, discover
+        self.events_at_backward = 0  # events recorded before the last backward ended
+        self.missed: dict[int, dict[Chain, int]] = {}  # watched key -> the cut chains backward missed it by
+        self.consumers: dict[int, str] = {}  # watched key -> op that takes the leaf
+        self.graphs: list[PendingGraph] = []
+        self.graph_signatures: set[int] = set()
+        self.nonleaf_reads: list[NonLeafRead] = []
+        self.dead_ends: list[Taint] = []  # values whose every path was cut
+        self.graphless: list[Site | None] = []  # backwards that raised "does not require grad"
+
+    def ended(self, roots: list[Tensor], inputs: set[int] | None, frame: Any,
+              returned: set[int] = frozenset()) -> None:
+        """A backward ended: which watched tensors it reached, and which got values only via cuts.
+
+        ``inputs``: the keys a ``backward(inputs=...)`` or ``autograd.grad`` differentiates (the others
+        are left alone on purpose); ``returned``: those ``autograd.grad`` gave a gradient to, which it
+        returns instead of filling ``.grad``.
+        """
+        self.clock.backwards += 1
+        self.events_at_backward = len(self.events)
+        registry = self.registry
+        # the accumulate hook fires even when a custom Function's backward returned None for the leaf
+        with functions_off():  # the tool's own `.grad` reads
+            reached = {key for key in registry.arrived if _has_grad(registry.all[key].tensor)} | returned
+        registry.arrived.clear()
+        optimizers = self.optimizers
+        if reached and optimizers.live:
+            optimizers.reached(reached)
+        backwards = self.clock.backwards
+        if backwards <= 3:
+            for key in self._note_consumers(roots) - reached:
+                if not registry.all[key].ever_grad and (inputs is None or key in inputs):
+                    registry.all[key].got_grad = False
+        for key in reached:
+            watched = registry.all[key]
+            watched.got_grad = True
+            watched.last_reached = backwards
+            if not watched.ever_grad:
+                watched.ever_grad = True
+                if not optimizers.holding(key):
+                    self.taints.settle(key)  # else once a step finds its gradient
+                optimizers.first_gradient(watched)
+            if watched.zero_checks < 2 and not watched.nonzero_grad:
+                tensor = watched.tensor
+                if tensor is not None and tensor.grad is not None:
+                    watched.zero_checks += 1
+                    watched.nonzero_grad = nonzero(tensor.grad)
+        if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
+            Reachability.remember(roots[0], frozenset(reached))
+        if backwards <= 3 or backwards % 50 == 0:
+            self._discover(frame)
+        taint = None
+        for root in roots:
+            taint = self.taints.merge(taint, self.taints.get(root))
+        if taint is None:
+            return
+        missing: dict[int, list[Chain]] = {}
+        for key, chain in taint.chains.items():
+            if key in reached or (inputs is not None and key not in inputs):
+                continue
+            watched = registry.all[key]
+            if not watched.ever_grad:
+                watched.got_grad = False
+            seen = self.missed.setdefault(key, {})
+            seen[chain] = seen.get(chain, 0) + 1
+            optimizers.missed(key, chain)
+            missing.setdefault(key, []).append(chain)
+        if missing:
+            self._capture(roots, missing)
+
+    def _note_consumers(self, roots: list[Tensor]) -> set[int]:
+        """Which op consumes each watched leaf in this graph (the one to blame if no gradient arrives);
+        returns the keys of the watched leaves in the graph."""
+        key_of = self.registry.key_of
+        found = set()
+        for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
+            for child, _ in node.next_functions:
+                variable = getattr(child, "variable", None) if child is not None else None
+                key = key_of(variable) if variable is not None else None
+                if key is not None:
+                    self.consumers.setdefault(key, type(node).__name__)
+                    found.add(key)
+        return found
+
+    def _capture(self, roots: list[Tensor], missing: dict[int, list[Chain]]) -> None:
+        if len(self.graphs) >= MAX_GRAPHS:
+            return
+        nodes = graph.grad_roots([r for r in roots if r.requires_grad])
+        if not nodes:
+            return
+        root = nodes[0]
+        signature = hash((graph.signature(root, graph.SAFE_WALK), tuple(sorted(missing))))
+        if signature in self.graph_signatures:
+            return
+        self.graph_signatures.add(signature)
+        reentry: dict[int, list[Any]] = {}
+        get = self.taints.get
+        for node in graph.iter_nodes([root], graph.SAFE_WALK):
+            variable = getattr(node, "variable", None)
+            taint = get(variable) if variable is not None else None
+            if taint is None:
+                continue
+            for key, chain in taint.chains.items():
+                if key in missing:
+                    reentry.setdefault(id(chain[-1]), []).append(node)
+        self.graphs.append(PendingGraph(root, tuple(missing), missing, reentry, signature))
+
+    def grad_read(self, tensor: Tensor, value: Any) -> None:
+        """User code read ``.grad``: a None or all-zero value there is a gradient they expected."""
+        registry = self.registry
+        if value is not None:
+            watched = registry.get(tensor)
+            if watched is None or watched.nonzero_grad:
+                return
+            found = nonzero(value)
+            watched.nonzero_grad = watched.nonzero_grad or found
+            if found:
+                return
+        site = user_site(2)
+        watched = registry.get(tensor)
+        if watched is not None:
+            watched.grad_read = watched.grad_read or site
+            if watched.variable is None and watched.owner is None:
+                frame = user_frame(2)
+                if frame is not None:
+                    name_variables(registry, frame.f_locals)
+            return
+        taint = self.taints.get(tensor) or self.cuts.replacement_of(tensor)
+        if tensor.is_leaf and taint is not None:
+            self.dead_ends.append(taint)
+        elif tensor.is_leaf and not tensor.requires_grad:
+            self.unregistered.plain_attribute(registry, tensor, site)
+        elif not tensor.is_leaf:
+            frame = user_frame(2)
+            name = variable_name(frame, tensor) if frame is not None else None
+            self.nonleaf_reads.append(NonLeafRead(site, name or "tensor", tensor.is_leaf, tensor.grad_fn))
+
+
+def _has_grad(tensor: Tensor | None) -> bool:
+    return tensor is not None and tensor.grad is not None

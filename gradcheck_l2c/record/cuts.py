@@ -1,0 +1,234 @@
+"""Where values of watched tensors leave autograd (cuts) and where they come back in as new leaves.
+
+Each cut is an event at the user's line, one per watched tensor it reaches; the values that leave carry
+a taint (`taint.py`) naming those events, so that a loss they later reach can tell the whole route.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import weakref
+from typing import Any
+
+import torch
+
+from gradcheck_l2c.record import torch_internals
+from gradcheck_l2c.record.args import data_items, holds_tensor, inplace_targets, op_label, tensors_in
+from gradcheck_l2c.record.events import Event, EventLog
+from gradcheck_l2c.record.graph import grad_fn_of
+from gradcheck_l2c.record.locations import (
+    DIFFERENTIATORS,
+    INITIALISERS,
+    OPTIMIZERS,
+    USER,
+    Site,
+    called_from,
+    frame_kind,
+    in_distributed,
+    user_site,
+)
+from gradcheck_l2c.record.reach import Reachability
+from gradcheck_l2c.record.scope import Scope
+from gradcheck_l2c.record.taint import Taint, TaintStore, fresh
+from gradcheck_l2c.record.watch import WatchRegistry
+
+Tensor = torch.Tensor
+#: Kinds where constant values come back in as leaves; a second one on the same route adds nothing.
+REENTRIES = ("state_dict_reload", "new_parameter", "tensor_rewrap")
+#: Library code whose no_grad work on parameters is by design: optimizer updates, initialisers, and the
+#: detached copies differentiation APIs make.
+_NOT_CUTS = OPTIMIZERS + INITIALISERS + DIFFERENTIATORS
+
+
+class CutRecorder:
+    """Records cuts and re-entries as events, and gives the values that left autograd their taint."""
+
+    def __init__(self, registry: WatchRegistry, reach: Reachability, events: EventLog, taints: TaintStore,
+                 scope: Scope) -> None:
+        self.registry, self.reach, self.events, self.taints, self.scope = registry, reach, events, taints, scope
+        # tensors rebuilt from a watched leaf under no_grad (`w = w - lr * w.grad`), by id:
+        # (the tensor, the leaf's key, the line, the op)
+        self.replacements: dict[int, tuple[weakref.ref, int, Site | None, str]] = {}
+
+    def cut(self, kind: str, detail: str, tensors: list[Tensor], site: Site | None = None,
+            exclude: frozenset[int] = frozenset(), rebuilt: int | None = None, **extra: Any) -> Taint | None:
+        """Values of ``tensors`` leave autograd here: record one event per watched key they reach.
+
+        Returns the taint their results carry: the new cuts plus whatever taint the inputs had.
+        ``rebuilt``: the key of the leaf this op rebuilds (an update step written out of place).
+        """
+        new: dict[int, Event] = {}
+        inherited: Taint | None = None
+        # keys whose gradient arrived where it was meant to: this cut changed nothing for them (a zero-
+        # derivative op also explains exactly-zero gradients that did arrive)
+        settled = self.taints.settled if kind != "non_differentiable" else ()
+        for tensor in tensors:
+            inherited = self.taints.merge(inherited, self.taints.get(tensor))
+            keys = self.reach(tensor) - exclude
+            if settled:
+                keys = keys.difference(settled)
+            if not keys:
+                continue
+            if not new and in_distributed(1):
+                return inherited  # DDP's own broadcasts and buckets, not the user's code
+            if site is None:
+                site = user_site(2)
+            source = grad_fn_of(tensor)
+            for key in keys:
+                if key not in new:
+                    facts = dict(extra, rebuilds=True) if key == rebuilt else extra
+                    new[key] = self.events.record(kind, key, site, detail, source=source, **facts)
+        if not new:
+            return inherited
+        return self.taints.merge(fresh(new), without(inherited, new))
+
+    def differentiated_by_library(self, tensor: Tensor) -> None:
+        """``torch.autograd.functional`` or ``gradcheck`` differentiates a detached copy of ``tensor``:
+        the leaves it reaches are differentiated, although their own ``.grad`` stays empty."""
+        for key in self.reach(tensor):
+            watched = self.registry.all[key]
+            watched.ever_grad = True
+            watched.got_grad = True
+
+    def reparametrised(self, data: Tensor) -> None:
+        """A torch layer made a Parameter from a watched tensor's values (``weight_norm``,
+        ``spectral_norm``, ``parametrize``): the original is replaced, and judged through the new one."""
+        taint = self.taints.get(data)
+        keys = set(self.reach(data)) | (set(taint.chains) if taint is not None else set())
+        for key in keys:
+            self.registry.all[key].replaced = True
+
+    def relabel(self, taint: Taint | None, kind: str, label: str, site: Site | None) -> Taint | None:
+        """A cut made on this very line (``x.detach().numpy()``) is reported as the later step's kind."""
+        if taint is None:
+            return None
+        chains = {}
+        for key, chain in taint.chains.items():
+            last = chain[-1]
+            if last.site == site and last.kind in ("detach", "data_attr"):
+                event = self.events.record(kind, key, site, last.detail + label, source=last.source)
+                chain = chain[:-1] + (event,)
+            chains[key] = chain
+        return Taint(chains)
+
+    def reenter(self, kind: str, detail: str, sources: list[Any], targets: list[Tensor],
+                site: Site | None = None, given: dict[str, Any] | None = None) -> None:
+        """Values come back in as a leaf (``load_state_dict``, ``copy_`` into a parameter, ...).
+
+        Cuts of live history and earlier chains both get this event appended, and the targets
+        carry the result: when they later feed a loss, the whole route is known. ``given``: what a
+        rewrap was given, recorded with each event with the cut the values came through.
+        """
+        own = frozenset(k for k in (self.registry.key_of(t) for t in targets) if k is not None)
+        live: set[int] = set()
+        inherited: Taint | None = None
+        for source in sources:
+            inherited = self.taints.merge(inherited, self.taints.get(source))
+            if isinstance(source, Tensor):
+                live |= self.reach(source)
+        live -= own
+        inherited = without(inherited, own)
+        if (not live and inherited is None) or in_distributed(1):
+            for target in targets:
+                self.taints.discard(target)
+            return
+        if site is None:
+            site = user_site(2)
+        onward = [k for k, c in inherited.chains.items() if c[-1].kind not in REENTRIES] if inherited else []
+        events = {}
+        for key in live.union(onward):
+            facts: dict[str, Any] = {}
+            if given is not None:
+                before = inherited.chains[key][-1] if key not in live else None
+                facts = dict(given, came_from=(before.detail, before.site) if before else None)
+            events[key] = self.events.record(kind, key, site, detail, **facts)
+        result = fresh({k: events[k] for k in live})
+        if inherited is not None:
+            result = self.taints.merge(result, self.taints.extend(inherited, {k: events[k] for k in onward}))
+        for target in targets:
+            self.taints.set(target, result)
+
+    def rewrap(self, label: str, data: Any, out: Tensor, site: Site | None, requires_grad: bool) -> None:
+        """A new tensor built from ``data`` (``torch.tensor``, ``from_numpy``, ``Variable``): values with
+        history or taint come back in without it; with ``requires_grad`` it is a new leaf to watch."""
+        if isinstance(out, Tensor):
+            items = data_items(data)
+            given = ("tensor" if isinstance(data, Tensor) else "array" if type(data).__module__ == "numpy"
+                     else "tensors" if any(isinstance(item, Tensor) for item in items)
+                     else "numbers" if type(data) in (list, tuple) else "number")
+            self.reenter("tensor_rewrap", label, items, [out], site=site,
+                         given={"given": given, "requires_grad": requires_grad})
+            if requires_grad:
+                self.registry.watch_leaf(out, site, user_leaf=True)
+
+    def no_grad_op(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """An op ran with grad disabled on inputs that require grad: what reaches watched tensors is cut here."""
+        name = getattr(func, "__name__", "")
+        inplace = name.endswith("_") and not name.endswith("__")
+        if not inplace and not holds_tensor(out):
+            return  # a metadata query (.device, .dim()): no values flow on
+        targets = inplace_targets(args) if inplace else []
+        inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
+        exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
+        rebuilt = None if inplace else self._rebuilt(inputs, out)
+        taint = self.taints.of_args(args, kwargs)
+        if any(self.reach(t) - exclude for t in inputs) and not self.scope.custom_forward \
+                and not called_from(_NOT_CUTS, 1) and not _in_module_apply():
+            taint = self.taints.merge(taint, self.cut("no_grad", op_label(func), inputs, site=user_site(1),
+                                                      exclude=exclude, rebuilt=rebuilt))
+        if not inplace:
+            self.taints.mark(out, taint)
+            if rebuilt is not None:
+                self._remember_replacement(func, out, rebuilt)
+            return
+        taint = without(taint, exclude)
+        for target in targets:
+            self.taints.assign(target, taint)
+
+    def _rebuilt(self, inputs: list[Tensor], out: Any) -> int | None:
+        """``w = w - lr * w.grad`` under no_grad: the key of the watched leaf that a new tensor shaped like
+        it, without history, replaces."""
+        if not isinstance(out, Tensor) or out.requires_grad:
+            return None
+        for tensor in inputs:
+            key = self.registry.key_of(tensor)
+            if key is not None and tensor.shape == out.shape:
+                return key
+        return None
+
+    def _remember_replacement(self, func: Any, out: Tensor, key: int) -> None:
+        """Kept (weakly) so that a later backward error or ``.grad`` read on the new tensor can name this line,
+        even after the leaf's own taint stopped mattering because it got gradients before."""
+        ident = id(out)
+        replacements = self.replacements
+        ref = weakref.ref(out, lambda _, ident=ident: replacements.pop(ident, None))
+        replacements[ident] = (ref, key, user_site(3), op_label(func))
+
+    def replacement_of(self, obj: Any) -> Taint | None:
+        """The cut behind a tensor rebuilt from a watched leaf under no_grad, as a one-event taint."""
+        entry = self.replacements.get(id(obj))
+        if entry is None or entry[0]() is not obj:
+            return None
+        _, key, site, label = entry
+        return fresh({key: self.events.record("no_grad", key, site, label, rebuilds=True)})
+
+
+def without(taint: Taint | None, keys: Any) -> Taint | None:
+    """The taint less the chains of ``keys`` (a tensor's own key: its values cannot cut it from itself)."""
+    if taint is None or not any(k in taint.chains for k in keys):
+        return taint
+    chains = {k: c for k, c in taint.chains.items() if k not in keys}
+    return Taint(chains) if chains else None
+
+
+def _in_module_apply() -> bool:
+    """Whether a module's ``_apply`` (``model.to(device)``, ``.half()``) is on the stack between here and
+    user code: it writes its results back into the same parameters, no cut."""
+    frame = sys._getframe(2)
+    module_file = os.path.join("torch", "nn", "modules", "module.py")
+    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+        code = frame.f_code
+        if code.co_name == torch_internals.MODULE_APPLY and code.co_filename.endswith(module_file):
+            return True
+        frame = frame.f_back
+    return False

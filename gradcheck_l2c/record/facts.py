@@ -1,0 +1,19 @@
+"""The types of the facts the record stage hands the judge: the one vocabulary both stages share."""
+from __future__ import annotations
+
+from gradcheck_l2c.record.backwards import NonLeafRead, PendingGraph
+from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
+from gradcheck_l2c.record.events import Event, EventExtra
+from gradcheck_l2c.record.failures import BackwardFailure, Graphless, StaleSaved
+from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.optimizers import OptimizerRecord, StepMiss
+from gradcheck_l2c.record.taint import Chain, Taint
+from gradcheck_l2c.record.unregistered import Unregistered
+from gradcheck_l2c.record.watch import Owner, Watched, WatchSpec
+from gradcheck_l2c.record.writes import InplaceNote
+
+__all__ = [
+    "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "Graphless",
+    "InplaceNote", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site", "StaleSaved", "StepMiss",
+    "Taint", "Unregistered", "WatchSpec", "Watched",
+]

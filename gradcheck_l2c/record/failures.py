@@ -1,0 +1,161 @@
+"""Why a backward that PyTorch refused failed, as facts: the in-place write that made a saved tensor stale,
+or the cuts that left a loss without autograd graph. The judge words them; the error keeps its type."""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.backwards import BackwardLog
+from gradcheck_l2c.record.cuts import CutRecorder
+from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.locations import Site, user_frame, user_site
+from gradcheck_l2c.record.names import resolve_names
+from gradcheck_l2c.record.optimizers import OptimizerLog, OptimizerRecord
+from gradcheck_l2c.record.taint import TaintStore
+from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, version
+from gradcheck_l2c.record.watch import WatchRegistry
+from gradcheck_l2c.record.writes import WriteLog
+
+KIND = "inplace_saved"
+_MESSAGE = re.compile(
+    r"\[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\](?:, which is output \d+ of (?P<producer>\w+),)? "
+    r"is at version (?P<version>\d+)")
+
+
+class StaleSaved(NamedTuple):
+    """Backward failed because a tensor it saved was changed in place afterwards: by ``writer`` at
+    ``write_site`` (an op, or ``opt.step()`` of an ``optimizer``), or by a write the trace did not see."""
+
+    saver: str  # the autograd node that saved it, or "an operation"
+    saver_site: str | None
+    writer: str | None
+    write_site: Site | None
+    optimizer: str | None
+
+
+class Graphless(NamedTuple):
+    """backward() of a value without autograd graph: each cut its inputs went through (place, operation,
+    kind) and the watched tensors it cut."""
+
+    cuts: tuple[tuple[Site | None, str, str, tuple[str, ...]], ...]
+
+
+BackwardFailure = StaleSaved | Graphless
+
+
+class FailureRecorder:
+    """Turns a backward's RuntimeError into facts, recorded like the rest of the run."""
+
+    def __init__(self, registry: WatchRegistry, taints: TaintStore, events: EventLog, writes: WriteLog,
+                 optimizers: OptimizerLog, cuts: CutRecorder, backwards: BackwardLog,
+                 discover: Callable[[Any], None]) -> None:
+        self.registry, self.taints, self.events, self.writes = registry, taints, events, writes
+        self.optimizers, self.cuts, self.backwards, self._discover = optimizers, cuts, backwards, discover
+
+    def failed(self, error: RuntimeError, roots: list[torch.Tensor]) -> BackwardFailure | None:
+        """What the trace knows about why this backward failed, or None."""
+        text = str(error)
+        if "modified by an inplace operation" in text:
+            return self._stale(text, roots)
+        if "does not require grad" in text:
+            self.backwards.graphless.append(user_site(1))  # the symptom: judged with the rest at the end
+            frame = user_frame(1)
+            if frame is not None:
+                self._discover(frame)
+            return self._graphless(roots)
+        return None
+
+    def _stale(self, text: str, roots: list[torch.Tensor]) -> StaleSaved | None:
+        match = _MESSAGE.search(text)
+        if match is None:
+            return None
+        shape = tuple(int(s) for s in match["shape"].replace(" ", "").split(",") if s)
+        stale = int(match["version"])
+        saver = _saver(roots)
+        saver_name = type(saver).__name__ if saver is not None else "an operation"
+        saver_site = graph.node_site(saver)
+        symptom = user_site(2)
+        write = self._write(shape, stale, exact=True)
+        step = self._stepped(shape, stale) if write is None else None
+        if step is not None:
+            optimizer = _optimizer_name(step)
+            self.events.record(KIND, -1, step.step_site, f"{optimizer}.step()", saver=saver_name,
+                               saver_site=saver_site, symptom=symptom, optimizer=step.name)
+            return StaleSaved(saver_name, saver_site, f"{optimizer}.step()", step.step_site, step.name)
+        write = write or self._write(shape, stale, exact=False)
+        if write is None:
+            return StaleSaved(saver_name, saver_site, None, None, None)
+        self.events.record(KIND, -1, write.site, write.op, saver=saver_name, saver_site=saver_site,
+                           symptom=symptom)
+        return StaleSaved(saver_name, saver_site, write.op, write.site, None)
+
+    def _write(self, shape: tuple[int, ...], stale: int, exact: bool) -> Any:
+        """The latest in-place write in grad mode that left a tensor of this shape at this version; or,
+        not ``exact``, the latest at this version (a write into the tensor a saved view belongs to,
+        `out[:, :2] = ...`)."""
+        for write in reversed(self.writes.recent):
+            if write.version == stale and (write.shape == shape or not exact):
+                return write
+        return None
+
+    def _stepped(self, shape: tuple[int, ...], stale: int) -> OptimizerRecord | None:
+        """The optimizer whose latest ``step()`` holds a parameter of this shape (or its transpose, which
+        linear layers save) now at this version: that step changed it after the graph saved it."""
+        for record in sorted(self.optimizers.records, key=lambda r: r.step_order, reverse=True):
+            optimizer = record.optimizer()
+            if optimizer is None or record.step_site is None:
+                continue
+            for group in optimizer.param_groups:
+                for param in group["params"]:
+                    if version(param) == stale and tuple(param.shape) in (shape, shape[::-1]):
+                        return record
+        return None
+
+    def _graphless(self, roots: list[torch.Tensor]) -> Graphless | None:
+        taint = None
+        for root in roots:
+            taint = self.taints.merge(taint, self.taints.get(root))
+        frame = user_frame(3)
+        if taint is None and frame is not None:  # a variable rebound to a no_grad copy of a watched leaf?
+            for value in frame.f_locals.values():
+                taint = self.taints.merge(taint, self.cuts.replacement_of(value))
+        if taint is None:
+            return None
+        self.backwards.dead_ends.append(taint)
+        resolve_names(self.registry)
+        cut: dict[tuple, list[str]] = {}
+        for key, chain in taint.chains.items():
+            watched = self.registry.all[key]
+            watched.got_grad = False
+            for event in chain:
+                cut.setdefault((event.site, event.detail, event.kind), []).append(watched.name)
+        return Graphless(tuple((*place, tuple(dict.fromkeys(names))) for place, names in cut.items()))
+
+
+def _optimizer_name(record: OptimizerRecord) -> str:
+    """The variable the user's code holds the optimizer in (``opt_D``), else its class."""
+    optimizer = record.optimizer()
+    frame = user_frame(3)
+    while optimizer is not None and frame is not None:
+        for name, value in frame.f_locals.items():
+            if value is optimizer and name != "self":
+                return name
+        frame = frame.f_back
+    return record.name
+
+
+def _saver(roots: list[torch.Tensor]) -> Any:
+    """The node whose saved tensor is stale: reading it raises the same error."""
+    for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
+        for attr in dir(node):
+            if not attr.startswith(SAVED_PREFIX):
+                continue
+            try:
+                getattr(node, attr)
+            except RuntimeError as error:
+                if "modified by an inplace operation" in str(error):
+                    return node
+    return None

@@ -1,0 +1,333 @@
+"""What each interesting torch call means for the record: the handlers of the interceptor's table.
+
+Each takes the interceptor (``mode``), the torch function and its arguments, runs the function, reports
+what it saw to the parts of the trace state, and returns the result unchanged.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Any, Callable, Protocol
+
+import torch
+
+from gradcheck_l2c.record.args import any_requires_grad, op_label, tensors_in
+from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, caller_is_user, library_callers, user_site
+from gradcheck_l2c.record.cuts import CutRecorder
+from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.torch_internals import STATE_DICT_LOAD, STATE_DICT_SAVE
+from gradcheck_l2c.record.writes import WriteLog
+
+
+Tensor = torch.Tensor
+_is_grad_enabled = torch.is_grad_enabled
+
+#: Ops whose derivative is zero almost everywhere: a path through them carries no gradient.
+ZERO_DERIVATIVE = ("round", "floor", "ceil", "sign", "trunc", "fix", "sgn", "heaviside")
+_CONVERSIONS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "type_as"}
+
+
+class Mode(Protocol):
+    """What a handler uses of the interceptor that called it."""
+
+    state: TraceState
+    writes: WriteLog
+    cuts: CutRecorder
+
+
+def non_differentiable(mode: Mode, func, args, kwargs, dead: list[Tensor]) -> None:
+    """An op in grad mode turned inputs with history into outputs without any."""
+    inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
+    if not inputs:
+        return
+    state = mode.state
+    output = "bool" if all(d.dtype == torch.bool for d in dead) else "integer"  # a mask, or indices/a cast
+    taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=user_site(2), output=output)
+    if taint is not None:
+        taint = state.taints.merge(taint, state.taints.of_args(args, kwargs))
+        for out in dead:
+            state.taints.set(out, taint)
+
+def on_item(mode: Mode, func, args, kwargs):
+    out = func(*args, **kwargs)
+    tensor = args[0]
+    state = mode.state
+    if tensor.requires_grad or state.taints:
+        taint = mode.cuts.cut("item", ".item()", [tensor], site=user_site(1))
+        if taint is not None and type(out) is float:
+            return state.taints.tainted_float(out, taint)
+    return out
+
+def on_scalar(mode: Mode, func, args, kwargs):
+    tensor = args[0]
+    if tensor.requires_grad:
+        label = {"__float__": "float()", "__int__": "int()", "tolist": ".tolist()",
+                 "__index__": "int()"}.get(func.__name__, func.__name__)
+        mode.cuts.cut("item", label, [tensor], site=user_site(1))
+    return func(*args, **kwargs)
+
+def on_numpy(mode: Mode, func, args, kwargs):
+    out = func(*args, **kwargs)
+    tensor = args[0]
+    state = mode.state
+    if state.taints:
+        label = ".numpy()" if func.__name__ == "numpy" else "np.asarray()"
+        taint = mode.cuts.relabel(state.taints.get(tensor), "numpy", label, user_site(1))
+        if taint is not None:
+            state.taints.set(out, taint)
+    return out
+
+def on_rewrap(mode: Mode, func, args, kwargs):
+    out = func(*args, **kwargs)
+    data = args[0] if args else kwargs.get("data")
+    if isinstance(data, Tensor) and out is data:
+        return out  # as_tensor of a tensor returns it unchanged: nothing is cut
+    mode.cuts.rewrap(f"torch.{func.__name__}()", data, out, user_site(1), kwargs.get("requires_grad") is True)
+    return out
+
+def on_detach(mode: Mode, func, args, kwargs):
+    tensor = args[0]
+    out = func(*args, **kwargs)
+    state = mode.state
+    if tensor.requires_grad or state.taints:
+        callers = library_callers(1)
+        if _library_copy(state, tensor, callers):
+            state.taints.mark(out, state.taints.get(tensor))
+            return out
+        in_state_dict = STATE_DICT_SAVE in callers
+        label = "state_dict()" if in_state_dict else f".{func.__name__}()"
+        taint = mode.cuts.cut("detach", label, [tensor], site=user_site(1))
+        state.taints.mark(out, taint)
+        if in_state_dict and tensor.is_leaf and tensor.requires_grad:
+            mode.writes.snapshot(tensor, out)
+    return out
+
+def on_data_get(mode: Mode, func, args, kwargs):
+    tensor = args[0]
+    out = func(*args, **kwargs)
+    state = mode.state
+    if tensor.requires_grad or state.taints:
+        if _library_copy(state, tensor, library_callers(1)):
+            state.taints.mark(out, state.taints.get(tensor))
+            return out
+        taint = mode.cuts.cut("data_attr", ".data", [tensor], site=user_site(1))
+        state.taints.mark(out, taint)
+    return out
+
+def on_data_set(mode: Mode, func, args, kwargs):
+    target, value = args[0], args[1]
+    out = func(*args, **kwargs)
+    if target.requires_grad:
+        mode.cuts.reenter("data_attr", ".data = ...", [value], [target], site=user_site(1))
+    return out
+
+def on_grad_get(mode: Mode, func, args, kwargs):
+    out = func(*args, **kwargs)
+    if caller_is_user(2):
+        mode.state.backwards.grad_read(args[0], out)
+    return out
+
+def on_copy(mode: Mode, func, args, kwargs):
+    target = args[0]
+    sources = list(args[1:2]) + [v for v in kwargs.values() if isinstance(v, Tensor)]
+    state = mode.state
+    if target.requires_grad and target.is_leaf and not _is_grad_enabled():
+        mode.writes.check_snapshots(func, tuple(sources))
+        out = func(*args, **kwargs)
+        callers = library_callers(1)
+        if STATE_DICT_LOAD in callers:
+            label = "load_state_dict()"
+        else:
+            label = f".{func.__name__}()"
+        mode.cuts.reenter("state_dict_reload", label, sources, [target], site=user_site(1))
+        return out
+    out = func(*args, **kwargs)
+    if not _is_grad_enabled():
+        mode.cuts.no_grad_op(func, args, kwargs, out)
+    elif state.taints:
+        state.taints.mark(out, state.taints.of_args(args, kwargs))
+    return out
+
+def on_requires_grad(mode: Mode, func, args, kwargs):
+    """``a.requires_grad_()`` or ``a.requires_grad = True`` in user code makes a user leaf, as
+    ``requires_grad=True`` at creation."""
+    out = func(*args, **kwargs)
+    tensor = args[0]
+    if tensor.requires_grad and tensor.is_leaf and caller_is_user(2):
+        mode.state.registry.watch_leaf(tensor, user_site(1), user_leaf=True)
+    return out
+
+def on_zero_derivative(mode: Mode, func, args, kwargs):
+    out = func(*args, **kwargs)
+    state = mode.state
+    if _is_grad_enabled() and isinstance(out, Tensor):
+        inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
+        if inputs:
+            taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=user_site(1), output="step")
+            state.taints.mark(out, state.taints.merge(taint, state.taints.of_args(args, kwargs)))
+            return out
+    if state.taints or not _is_grad_enabled():
+        state.taints.mark(out, state.taints.of_args(args, kwargs))
+    return out
+
+def on_conversion(mode: Mode, func, args, kwargs):
+    out = func(*args, **kwargs)
+    tensor = args[0]
+    state = mode.state
+    if state.taints:
+        state.taints.mark(out, state.taints.of_args(args, kwargs))
+    if isinstance(out, Tensor) and out is not tensor and out.grad_fn is not None \
+            and tensor.is_leaf and tensor.requires_grad:
+        remember_site(out)
+    elif not _is_grad_enabled() and mode.scope.pid == os.getpid():
+        mode.cuts.no_grad_op(func, args, kwargs, out)
+    return out
+
+def on_inplace(mode: Mode, func, args, kwargs):
+    state = mode.state
+    target = args[0] if args else None
+    writes = mode.writes
+    if not _is_grad_enabled():
+        if writes.snapshots:
+            writes.check_snapshots(func, args)
+        out = func(*args, **kwargs)
+        if (state.taints or any_requires_grad(args, 1) or any_requires_grad(kwargs.values(), 0)) \
+                and mode.scope.pid == os.getpid():
+            mode.cuts.no_grad_op(func, args, kwargs, out)
+        return out
+    if writes.snapshots:
+        writes.check_snapshots(func, args)
+    out = func(*args, **kwargs)
+    if isinstance(target, Tensor):
+        writes.wrote(target, user_site(1), op_label(func))
+        if state.taints:
+            merged = state.taints.of_args(args, kwargs)
+            if merged is not None:
+                state.taints.set(target, merged)
+    return out
+
+def on_backward(mode: Mode, func, args, kwargs):
+    roots = _backward_roots(func, args, kwargs)
+    inputs = kwargs.get("inputs")
+    state = mode.state
+    out = _explained(state, func, args, kwargs, roots)
+    keys = None
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        keys = {k for k in map(state.registry.key_of, inputs) if k is not None}
+    state.backwards.ended(roots, keys, sys._getframe(1))
+    progress(mode)
+    return out
+
+def on_autograd_grad(mode: Mode, func, args, kwargs):
+    outputs = args[0] if args else kwargs["outputs"]
+    inputs = args[1] if len(args) > 1 else kwargs["inputs"]
+    roots = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    state = mode.state
+    grads = _explained(state, func, args, kwargs, roots)
+    key_of = state.registry.key_of
+    returned = {key for key, grad in zip(map(key_of, inputs), grads) if key is not None and grad is not None}
+    keys = {k for k in map(key_of, inputs) if k is not None}
+    state.backwards.ended(roots, keys, sys._getframe(1), returned)
+    progress(mode)
+    return grads
+
+def progress(mode: Mode) -> None:
+    callback = getattr(mode, "on_progress", None)
+    if callback is not None:
+        state = mode.state
+        missing = sum(1 for key in state.backwards.missed if not state.registry.all[key].ever_grad)
+        callback(state.clock.backwards, missing)
+
+
+def remember_site(out: Tensor, modules: list[str] | None = None) -> None:
+    """Store on the output's autograd node the user line (and module) that made it, for drawing."""
+    metadata = out.grad_fn.metadata
+    site = user_site(2)
+    if site is not None:
+        metadata["gradcheck_site"] = (site.file, site.line)
+    if modules:
+        metadata["gradcheck_module"] = modules[-1]
+
+
+def _library_copy(state: TraceState, tensor: Tensor, callers: tuple[str, ...]) -> bool:
+    """A detach or ``.data`` read that copies, not cuts: ``copy.deepcopy`` makes new leaves (watched
+    under their own names), and differentiation APIs differentiate a detached copy of the user's leaf."""
+    if "__deepcopy__" in callers:
+        watched = state.registry.get(tensor)
+        if watched is not None:
+            watched.copied = True
+        return True
+    if called_from(DIFFERENTIATORS, 2):
+        state.cuts.differentiated_by_library(tensor)
+        return True
+    return False
+
+
+def _explained(state: TraceState, func, args, kwargs, roots: list[Tensor]) -> Any:
+    """Run a backward; if PyTorch refuses, add what the trace knows to its error and re-raise it."""
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError as error:
+        state.backward_failed(error, roots, user_site(2))
+        raise
+
+
+def _backward_roots(func, args, kwargs) -> list[Tensor]:
+    first = args[0] if args else kwargs.get("tensors", kwargs.get("self"))
+    if isinstance(first, Tensor):
+        return [first]
+    return [t for t in first if isinstance(t, Tensor)]
+
+
+@functools.cache
+def handler_table() -> dict[Any, Callable[..., Any]]:
+    """Which torch functions take which handler; built once (it looks through all of torch)."""
+    T = torch.Tensor
+    table: dict[Any, Callable[..., Any]] = {
+        T.item: on_item,
+        T.tolist: on_scalar,
+        T.__float__: on_scalar,
+        T.__int__: on_scalar,
+        T.__index__: on_scalar,
+        T.numpy: on_numpy,
+        T.__array__: on_numpy,
+        torch.tensor: on_rewrap,
+        torch.as_tensor: on_rewrap,
+        torch.asarray: on_rewrap,
+        T.detach: on_detach,
+        T.detach_: on_detach,
+        # Attribute descriptors (torch's C tensor base defines them; the public class reaches them): a mode
+        # receives their __get__/__set__ as the function called.
+        T.data.__get__: on_data_get,
+        T.data.__set__: on_data_set,
+        T.grad.__get__: on_grad_get,
+        T.requires_grad_: on_requires_grad,
+        T.requires_grad.__set__: on_requires_grad,
+        T.backward: on_backward,
+        torch.autograd.backward: on_backward,
+        torch.autograd.grad: on_autograd_grad,
+    }
+    for name in dir(T):
+        if name.endswith("_") and not name.startswith("_") and name not in ("requires_grad_", "detach_",
+                                                                            "share_memory_"):
+            table.setdefault(getattr(T, name), on_inplace)
+    for name in ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                 "__ipow__", "__imod__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"):
+        if hasattr(T, name):
+            table[getattr(T, name)] = on_inplace
+    for name in dir(torch):
+        if name.endswith("_") and not name.startswith("_") and callable(getattr(torch, name)):
+            table.setdefault(getattr(torch, name), on_inplace)
+    table[T.copy_] = on_copy
+    table[T.set_] = on_copy
+    for name in ZERO_DERIVATIVE:
+        for owner in (T, torch):
+            func = getattr(owner, name, None)
+            if func is not None:
+                table[func] = on_zero_derivative
+    for name in _CONVERSIONS:
+        table[getattr(T, name)] = on_conversion
+    return table

@@ -1,0 +1,139 @@
+"""The names a user recognises watched tensors by, and the facts about modules learnt with them.
+
+Parameters are named after the outermost module that holds them (``CNNCifar.alpha``,
+``Sequential.0.weight``); other leaves after the variable or module attribute that holds them,
+or after the line that created them (``train.py:12``).
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.watch import Watched, WatchRegistry
+
+
+def resolve_names(registry: WatchRegistry) -> None:
+    """Give every watched tensor its display name and the aliases patterns may match."""
+    live = [_unwrapped(module, variable) for module, variable in registry.live_modules()]
+    inner: set[int] = set()
+    for module, _ in live:
+        for child in module.modules():
+            if child is not module:
+                inner.add(id(child))
+    roots = [(module, variable) for module, variable in live if id(module) not in inner]
+    classes = Counter(type(module).__name__ for module, _ in roots)
+    qualified: dict[int, list[str]] = {}
+    for module, variable in roots:
+        root = type(module).__name__
+        for qualname, tensor in _named_tensors(module):
+            names = qualified.setdefault(id(tensor), [])
+            if variable and classes[root] > 1:  # copies of one model (a target network): by variable
+                names.append(f"{variable}.{qualname}")
+            names.extend([f"{root}.{qualname}", qualname])
+            if variable:
+                names.append(f"{variable}.{qualname}")
+    for module, _ in live:
+        if id(module) not in inner:
+            _note_structure(registry, module)
+    for watched in registry.all:
+        tensor = watched.ref()
+        names = qualified.get(id(tensor), []) if tensor is not None else []
+        if names:
+            watched.name = names[0]
+        elif not watched.name or watched.aliases == (watched.name,):
+            watched.name = _fallback_name(watched)
+        variable = [watched.variable] if watched.variable else []
+        watched.aliases = tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable]))
+
+def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
+    """Remember, for each watched parameter of ``root``'s tree, the parameters of its module's tree (one
+    getting a gradient shows that forward ran) and where the forward of its module and of that module's
+    parent start: judged later, maybe after the model is gone."""
+    modules = dict(root.named_modules())
+    for prefix, module in modules.items():
+        params = [registry.get(p) for p in module.parameters(recurse=False)]
+        keys = tuple(w.key for w in map(registry.get, module.parameters()) if w is not None)
+        parent = modules.get(prefix.rpartition(".")[0]) if prefix else None
+        forwards = (forward_site(module), forward_site(parent) if parent is not None else None)
+        for watched in params:
+            if watched is not None:
+                watched.siblings, watched.forwards, watched.holder = keys, forwards, type(module).__name__
+
+def _fallback_name(watched: Watched) -> str:
+    """A name for a tensor no live module holds: its module attribute, variable, or creation line."""
+    if watched.owner is not None:
+        return f"{watched.owner.cls}.{watched.owner.attribute}"
+    if watched.variable:
+        return watched.variable
+    if watched.site is not None:
+        return f"{os.path.basename(watched.site.file)}:{watched.site.line}"
+    return f"tensor#{watched.key}"
+
+
+def forward_site(module: nn.Module) -> Site | None:
+    """Where the ``forward`` of a module class the user wrote starts (None for torch's own modules)."""
+    code = getattr(getattr(type(module), "forward", None), "__code__", None)
+    if code is None or frame_kind(code.co_filename) != USER:
+        return None
+    return Site(os.path.abspath(code.co_filename), code.co_firstlineno)
+
+
+def name_variables(registry: WatchRegistry, variables: dict[str, Any], limit: int = 64) -> None:
+    """Name watched tensors that have no name yet after the variables holding them: ``b``, or an item
+    of a small list or dict variable (``fast_weights[0]``, ``params['w']``); plain variables first."""
+    containers = []
+    for name, value in variables.items():
+        if isinstance(value, torch.Tensor):
+            _name(registry, value, name)
+        elif type(value) in (list, tuple, dict) and len(value) <= limit:
+            containers.append((name, value))
+    for name, value in containers:
+        items = value.items() if type(value) is dict else enumerate(value)
+        for index, item in items:
+            if isinstance(item, torch.Tensor):
+                _name(registry, item, f"{name}[{index!r}]")
+
+
+def _name(registry: WatchRegistry, tensor: torch.Tensor, name: str) -> None:
+    watched = registry.get(tensor)
+    if watched is not None and watched.variable is None and watched.owner is None and name != "self":
+        watched.variable = name
+
+
+def _unwrapped(module: nn.Module, variable: str | None) -> tuple[nn.Module, str | None]:
+    """A data-parallel wrapper (DDP, DataParallel) stands for the module it wraps: its parameters are
+    named ``Net.fc.weight`` on every rank, as without the wrapper, and ``model.module.fc.weight``."""
+    if isinstance(module, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
+        return module.module, f"{variable}.module" if variable else None
+    return module, variable
+
+
+def _named_tensors(root: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """Parameters, then grad-requiring tensors held as plain attributes (also inside a list, tuple or
+    dict attribute) of ``root`` and its submodules, with their dotted names (``layers[0]``)."""
+    found = list(root.named_parameters(remove_duplicate=False))
+    for prefix, module in root.named_modules():
+        dot = f"{prefix}." if prefix else ""
+        for attr, value in vars(module).items():
+            if attr.startswith("_"):
+                continue
+            if isinstance(value, torch.Tensor):
+                found.append((f"{dot}{attr}", value))
+            elif type(value) in (list, tuple):
+                found.extend((f"{dot}{attr}[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
+            elif type(value) is dict:
+                found.extend((f"{dot}{attr}[{k!r}]", v) for k, v in value.items() if isinstance(v, torch.Tensor))
+    return found
+
+
+def variable_name(frame: Any, tensor: torch.Tensor) -> str | None:
+    """The name of a local variable of ``frame`` that holds ``tensor``."""
+    for name, value in frame.f_locals.items():
+        if value is tensor:
+            return name
+    return None

@@ -1,0 +1,184 @@
+"""Optimizers and their steps: which tensors each holds, and which steps found no gradient for one."""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.scope import Clock
+from gradcheck_l2c.record.taint import Chain, TaintStore
+from gradcheck_l2c.record.torch_internals import functions_off
+from gradcheck_l2c.record.watch import Watched, WatchRegistry
+
+
+@dataclass
+class OptimizerRecord:
+    """An optimizer used during the trace: its class, where it was built (or first stepped, when it
+    was built before the trace), which tensors it was given and the watched keys among them."""
+
+    name: str
+    site: Site | None
+    params: list[weakref.ref]
+    optimizer: weakref.ref
+    keys: set[int] = field(default_factory=set)
+    step_site: Site | None = None  # where its latest step() was called
+    step_order: int = -1  # when, on the trace's count of steps
+    marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
+    created: int = 0  # the count of steps when it was built
+    reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
+    known: int = 0  # how many tensors were watched when it was built: later keys were made after it
+    _ids: set[int] = field(default_factory=set)
+    _groups: int = -1
+
+    def holds(self, tensor: torch.Tensor) -> bool:
+        """Whether it holds ``tensor``, counting groups added later with ``add_param_group``."""
+        optimizer = self.optimizer()
+        if optimizer is not None and len(optimizer.param_groups) != self._groups:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            self.params = [weakref.ref(p) for p in params]
+            self._ids = {id(p) for p in params}
+            self._groups = len(optimizer.param_groups)
+        if id(tensor) not in self._ids:
+            return False
+        return any(ref() is tensor for ref in self.params)
+
+
+@dataclass
+class StepMiss:
+    """A tensor that an optimizer stepped without a gradient, although a loss since its previous step
+    reached the tensor's values through a cut: the cut kept that gradient from the step."""
+
+    optimizer: str
+    site: Site | None  # the first such step() call
+    steps: int = 0
+    chains: dict[Chain, int] = field(default_factory=dict)
+
+
+class OptimizerLog:
+    """Every optimizer of the trace, and what each of its steps found."""
+
+    def __init__(self, registry: WatchRegistry, taints: TaintStore, events: EventLog, clock: Clock) -> None:
+        self.registry, self.taints, self.events, self.clock = registry, taints, events, clock
+        self.records: list[OptimizerRecord] = []
+        self.live: dict[int, OptimizerRecord] = {}  # id(optimizer) -> record, for the optimizers alive
+        # keys missed by a backward since an optimizer holding them last stepped, keys some step found with
+        # their gradient, and keys stepped without it
+        self.unstepped: dict[int, set[Chain]] = {}
+        self.stepped_keys: set[int] = set()
+        self.misses: dict[int, StepMiss] = {}
+        self._last_step: dict[int, int] = {}  # id(optimizer) -> backward calls seen at its last step
+
+    def record_for(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
+        """The record of ``optimizer``, made now if it was built before the trace; its watched
+        parameters are marked as meant to learn (this outlives them)."""
+        record = self.live.get(id(optimizer))
+        if record is None or record.optimizer() is not optimizer:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
+                                     weakref.ref(optimizer), known=len(self.registry.all))
+            self.records.append(record)
+            self.live[id(optimizer)] = record
+        now = (len(self.registry.all), len(optimizer.param_groups))
+        if record.marked != now:  # something new to mark since the last time
+            record.marked = now
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            record.params = [weakref.ref(p) for p in params]
+            get = self.registry.get
+            for param in params:
+                watched = get(param)
+                if watched is not None:
+                    watched.optimized = True
+                    record.keys.add(watched.key)
+        return record
+
+    def holding(self, key: int) -> bool:
+        """Whether a live optimizer holds the watched tensor ``key``."""
+        return any(key in record.keys for record in self.live.values())
+
+    def reached(self, keys: set[int]) -> None:
+        """A backward gave these watched tensors their gradient: each live optimizer's next step will look."""
+        for ident, record in list(self.live.items()):
+            if record.optimizer() is None:
+                del self.live[ident]
+            else:
+                record.reached |= keys
+
+    def missed(self, key: int, chain: Chain) -> None:
+        """A backward missed ``key`` through the cuts of ``chain``: the next step that holds it will look."""
+        self.unstepped.setdefault(key, set()).add(chain)
+
+    def first_gradient(self, watched: Watched) -> None:
+        """A parameter's first gradient: is any optimizer going to use it? (Checked now, while it lives.)"""
+        tensor = watched.tensor
+        if watched.is_parameter and self.records and tensor is not None \
+                and not any(record.holds(tensor) for record in self.records):
+            self.events.record("optimizer", watched.key, watched.site, "none")
+
+    def step(self, optimizer: Any, site: Site | None) -> None:
+        """``optimizer.step()`` is about to run: note the tensors it steps without the gradient a cut kept
+        from them, or, when it finds no gradient at all although backward ran since its last step, that
+        they were erased in between (``zero_grad()`` after ``backward()``)."""
+        record = self.record_for(optimizer, site)
+        clock = self.clock
+        clock.steps += 1
+        record.step_site, record.step_order = site, clock.steps
+        since = self._last_step.get(id(optimizer), 0)
+        self._last_step[id(optimizer)] = clock.backwards
+        if self._stepped(record, site) or clock.backwards == since:
+            return  # a cut explains the missing gradients
+        with functions_off():  # torch's reads, not the user's: no need to intercept them
+            params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+            if not params or any(p.grad is not None for p in params):
+                return
+        watched = [w for w in map(self.registry.get, params) if w is not None]
+        if not any(w.last_reached > since for w in watched):
+            return  # they never got gradients: that is told per tensor, not as erased ones
+        key = self.registry.key_of(params[0])
+        self.events.record("optimizer", -1 if key is None else key, site, "erased",
+                           optimizer=type(optimizer).__name__, size=len(params))
+
+    def _stepped(self, record: OptimizerRecord, site: Site | None) -> bool:
+        """Which tensors the step holds got their gradient for it. One that a backward since its previous
+        step missed through a cut, and that has no gradient now, is stepped without the gradient that loss
+        meant to give it (a GAN's generator step on a detached fake, whose other gradients were cleared
+        before the step). Returns whether this step had such a tensor.
+
+        Only the tensors that were reached or missed since the previous step are looked at, and each
+        only until one step found its gradient: correct programs pay a few set operations per step."""
+        reached, record.reached = record.reached, set()
+        pending = self.unstepped
+        missed = [key for key in pending if key in record.keys] if pending else []
+        candidates = ((reached & record.keys) - self.stepped_keys).union(missed)
+        found = False
+        for key in candidates:
+            chains = pending.pop(key, None)
+            if key in self.stepped_keys:
+                continue
+            tensor = self.registry.all[key].tensor
+            grad = tensor.grad if tensor is not None else None
+            # zeros count as a gradient only when backward reached it and no cut missed it since the
+            # last step (zero_grad(set_to_none=False) leaves zeros, which are no gradient)
+            if grad is not None and ((key in reached and not chains) or nonzero(grad)):
+                self.stepped_keys.add(key)
+                self.misses.pop(key, None)
+                self.taints.settle(key)  # its cuts no longer matter: they need not travel further
+                continue
+            if chains:
+                miss = self.misses.get(key)
+                if miss is None:
+                    miss = self.misses[key] = StepMiss(record.name, site)
+                miss.steps += 1
+                for chain in chains:
+                    miss.chains[chain] = miss.chains.get(chain, 0) + 1
+                found = True
+        return found
+
+
+def nonzero(tensor: torch.Tensor) -> bool:
+    """Whether a gradient (dense or sparse) holds anything but zeros; the tool's own read, not intercepted."""
+    with functions_off():
+        return bool(tensor.any())

@@ -1,0 +1,182 @@
+"""The questions the judge may ask of a finished trace: facts only, read-only, typed.
+
+Like coverage.py's reporters reading ``CoverageData`` and never the live collector, the judge reads a
+`TraceRecord` and never the parts that recorded it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.backwards import BackwardLog
+from gradcheck_l2c.record.ddp import DdpLog
+from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.facts import (
+    Chain,
+    DdpRecord,
+    Event,
+    InplaceNote,
+    NonLeafRead,
+    OptimizerRecord,
+    PendingGraph,
+    Site,
+    StepMiss,
+    Taint,
+    Unregistered,
+    Watched,
+    WatchSpec,
+)
+from gradcheck_l2c.record.locations import module_site
+from gradcheck_l2c.record.optimizers import OptimizerLog
+from gradcheck_l2c.record.scope import Clock, Scope
+from gradcheck_l2c.record.taint import TaintStore
+from gradcheck_l2c.record.unregistered import UnregisteredLog
+from gradcheck_l2c.record.watch import WatchRegistry, selected
+from gradcheck_l2c.record.writes import WriteLog
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """A read-only view of one trace's record, over the parts that kept it."""
+
+    spec: WatchSpec
+    _registry: WatchRegistry
+    _events: EventLog
+    _taints: TaintStore
+    _clock: Clock
+    _scope: Scope
+    _backwards: BackwardLog
+    _optimizers: OptimizerLog
+    _writes: WriteLog
+    _unregistered: UnregisteredLog
+    _ddp: DdpLog
+
+    # ---- watched tensors --------------------------------------------------------------------
+
+    def watched(self) -> list[Watched]:
+        """Every watched tensor, in the order it was first watched (its key)."""
+        return self._registry.all
+
+    def watched_at(self, key: int) -> Watched:
+        return self._registry.all[key]
+
+    def watched_of(self, tensor: Any) -> Watched | None:
+        """The watched entry of a live tensor object."""
+        return self._registry.get(tensor)
+
+    def selected(self) -> tuple[set[int], list[str]]:
+        """Keys of the tensors the user asked about, and the patterns that matched nothing."""
+        return selected(self._registry, self.spec)
+
+    def defined_at(self, watched: Watched) -> Site | None:
+        """Where the tensor was made, or else where the class of the module holding it is defined."""
+        if watched.site is not None:
+            return watched.site
+        module = watched.owner.module() if watched.owner is not None else None
+        return module_site(module) if module is not None else None
+
+    def made_in_trace(self, tensor: Any) -> bool:
+        """Whether a live Parameter was made while the trace ran (``nn.Parameter(...)``, a layer's init)."""
+        created = self._registry.created.get(id(tensor))
+        return created is not None and created[0]() is tensor
+
+    def leaf_names(self, node: Any) -> list[str]:
+        """Names of the watched leaves an autograd node's graph reaches (for "the gradient went to ...")."""
+        get = self._registry.get
+        return [w.name for w in map(get, graph.leaf_tensors([node])) if w is not None]
+
+    # ---- what happened ------------------------------------------------------------------------
+
+    @property
+    def backwards(self) -> int:
+        """How many backward passes of the traced thread ended."""
+        return self._clock.backwards
+
+    @property
+    def events_at_backward(self) -> int:
+        """How many events had been recorded when the last backward ended."""
+        return self._backwards.events_at_backward
+
+    def events(self, *kinds: str) -> list[Event]:
+        """The events of these kinds (all events without kinds), in the order they first happened."""
+        log = self._events
+        return log.of_kind(*kinds) if kinds else list(log)
+
+    def events_for(self, key: int) -> list[Event]:
+        return self._events.for_key(key)
+
+    def missed(self, key: int) -> dict[Chain, int] | None:
+        """The chains of cuts by which backward passes missed a watched tensor, with how often."""
+        return self._backwards.missed.get(key)
+
+    def step_miss(self, key: int) -> StepMiss | None:
+        """The optimizer steps that found no gradient for a tensor a cut kept it from."""
+        return self._optimizers.misses.get(key)
+
+    def consumer(self, key: int) -> str | None:
+        """The autograd node that takes a watched leaf in the first graphs (to blame when nothing arrives)."""
+        return self._backwards.consumers.get(key)
+
+    @property
+    def dead_ends(self) -> list[Taint]:
+        """Values whose every path was cut (a ``.grad`` read or backward on them found nothing)."""
+        return self._backwards.dead_ends
+
+    @property
+    def graphless(self) -> list[Site | None]:
+        """Backward calls that raised because nothing in their loss required grad."""
+        return self._backwards.graphless
+
+    @property
+    def graphs(self) -> list[PendingGraph]:
+        return self._backwards.graphs
+
+    @property
+    def nonleaf_reads(self) -> list[NonLeafRead]:
+        return self._backwards.nonleaf_reads
+
+    @property
+    def optimizers(self) -> list[OptimizerRecord]:
+        return self._optimizers.records
+
+    @property
+    def inplace_notes(self) -> dict[tuple[Site | None, str], InplaceNote]:
+        return self._writes.notes
+
+    @property
+    def unregistered(self) -> dict[tuple[str, str], Unregistered]:
+        return self._unregistered.found
+
+    @property
+    def untraced(self) -> dict[tuple[str, Site | None], int]:
+        """Backward passes of threads the trace does not cover: (thread, site) -> count."""
+        return self._scope.untraced
+
+    @property
+    def ddp(self) -> list[DdpRecord]:
+        """The DistributedDataParallel wrappers of the run."""
+        return self._ddp.records
+
+    def ddp_window(self, record: DdpRecord, iteration: int | None) -> tuple[int, int]:
+        """The events (as a range of orders) of one DDP iteration (or of all up to the last backward)."""
+        return self._ddp.window(record, iteration, self._backwards.events_at_backward)
+
+    def ddp_called(self, record: DdpRecord, path: str, iteration: int | None) -> Site | None | bool:
+        """Where a module of a DDP model was called in an iteration; False if it was not."""
+        return self._ddp.called(record, path, iteration)
+
+    def taint_of(self, value: Any) -> Taint | None:
+        """The cuts a live value (a tensor without history, a number) went through, if it still matters."""
+        return self._taints.get(value)
+
+    @staticmethod
+    def made_at(node: Any, limit: int = 64) -> Site | None:
+        """The user line that made an autograd node, or else the nearest node behind it whose line is known."""
+        for seen, child in enumerate(graph.iter_nodes([node], graph.SAFE_WALK)):
+            site = child.metadata.get("gradcheck_site")
+            if site:
+                return Site(*site)
+            if seen >= limit:
+                break
+        return None

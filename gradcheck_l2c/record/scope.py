@@ -1,0 +1,44 @@
+"""Where and when the trace runs: its process and thread, what is running now, and how far the run got."""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+from gradcheck_l2c.record.locations import Site
+
+
+@dataclass
+class Clock:
+    """How far the run has got; facts are stamped with it (a leaf watched after the third backward)."""
+
+    backwards: int = 0  # backward() and autograd.grad() calls that ended
+    steps: int = 0  # optimizer.step() calls
+
+
+@dataclass
+class Scope:
+    """The process and thread the trace covers, and what runs now in it."""
+
+    record_sites: bool = False  # remember the forward line (and module) of every autograd node, for drawing
+    pid: int = field(default_factory=os.getpid)
+    thread: int = field(default_factory=threading.get_ident)
+    quiet: bool = False  # torch's own optimizer code is running (zero_grad, a step without closure): nothing to see
+    custom_forward: int = 0  # depth of custom autograd.Function forwards (grad is off there by design)
+    module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
+    # backward passes run by other threads, which the trace does not cover: (thread, site) -> count
+    untraced: dict[tuple[str, Site | None], int] = field(default_factory=dict)
+    _untraced_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def in_trace_thread(self) -> bool:
+        """Whether the calling thread is the one the trace covers."""
+        return threading.get_ident() == self.thread
+
+    def in_trace_process(self) -> bool:
+        """False in a child forked while the trace ran (it reports nothing)."""
+        return self.pid == os.getpid()
+
+    def untraced_backward(self, thread: str, site: Site | None) -> None:
+        """A backward pass ran in another thread (called from that thread)."""
+        with self._untraced_lock:
+            self.untraced[thread, site] = self.untraced.get((thread, site), 0) + 1

@@ -1,0 +1,60 @@
+"""Every torch internal the tracer relies on, in one place, each with the reason it is needed.
+
+torch documents none of these as stable; each exists from torch 2.1 to 2.14. Should one move, this is the
+only module to change, and a torch that changed one breaks the report, never the traced script's results.
+``tests/packaging/test_torch_api.py`` fails on a private torch name used anywhere else, or used here
+without being listed in :data:`PRIVATE_NAMES` or :data:`PRIVATE_ATTRIBUTES`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.overrides import _get_current_function_mode_stack
+
+#: The private names read here, and why.
+PRIVATE_NAMES: dict[str, str] = {
+    "torch._C.DisableTorchFunction": "the tool's own tensor reads (.grad, .any()) and the judging run past the "
+                                     "interceptor",
+    "torch.overrides._get_current_function_mode_stack": "whether the tracer's mode is still on the stack, so "
+                                                        "that an interrupted exit can run again",
+}
+#: Internal attributes of torch objects (not module-level names), and why.
+PRIVATE_ATTRIBUTES: dict[str, str] = {
+    "_execution_engine": "autograd's engine on torch.autograd.variable.Variable, through which every backward of "
+                         "every thread runs (counting the passes of threads the trace does not cover)",
+    "_build_params_for_reducer": "DistributedDataParallel's parameters in the order of the indices its errors print",
+    "_version": "a tensor's in-place write counter: autograd's own test for stale saved tensors",
+    "_saved_": "prefix of an autograd node's saved tensors (reading a stale one tells which node saved it)",
+    "_parameters": "the parameters a module registered itself, without its submodules'",
+    "_save_to_state_dict": "on the stack: a detach is a state_dict() read",
+    "_load_from_state_dict": "on the stack: a copy_ is a load_state_dict() write",
+    "_apply": "on the stack: .to()/.half() writes results back into the same parameters",
+    "_call_impl": "on the stack: a module's forward is running",
+}
+
+#: Switches torch-function modes off while it is entered: the tool's own reads are not the user's.
+functions_off = torch._C.DisableTorchFunction
+
+ENGINE_ATTRIBUTE = "_execution_engine"
+DDP_REDUCER_PARAMS = "_build_params_for_reducer"
+SAVED_PREFIX = "_saved_"
+STATE_DICT_SAVE = "_save_to_state_dict"
+STATE_DICT_LOAD = "_load_from_state_dict"
+MODULE_APPLY = "_apply"
+MODULE_CALLS = ("_call_impl", "_wrapped_call_impl")
+
+
+def mode_stack() -> list[Any]:
+    """The torch-function modes active now, outermost first."""
+    return list(_get_current_function_mode_stack())
+
+
+def version(tensor: torch.Tensor) -> int:
+    """The tensor's in-place write counter."""
+    return tensor._version
+
+
+def own_parameters(module: torch.nn.Module) -> dict[str, Any]:
+    """The parameters a module registered itself."""
+    return module._parameters

@@ -1,0 +1,158 @@
+"""What a trace puts in place of torch functions and classes: each wraps the original, calls it, and tells
+the trace state what it saw; `patches.py` installs them and puts the originals back.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from gradcheck_l2c.record.locations import OWN, caller_is_user, frame_kind, library_callers, user_site
+from gradcheck_l2c.record.scope import Scope
+from gradcheck_l2c.record.state import TraceState
+
+
+def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``nn.Parameter(...)``: a Parameter the user wraps around a computed tensor is a new leaf without its
+    history; a copy's is a leaf of its own; one a torch layer makes from a watched tensor reparametrises it."""
+    def new(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
+        param = original(cls, data, requires_grad)
+        if not state.scope.in_trace_thread():
+            return param
+        site = user_site(1)
+        created, ident = state.registry.created, id(param)
+        created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site)
+        if caller_is_user(1):  # written by the user, not made inside a torch layer
+            if isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
+                state.cuts.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
+            state.registry.watch_leaf(param, site, user_leaf=True)
+        elif "__deepcopy__" in library_callers(1):
+            state.taints.mark(param, state.taints.get(data))  # a copy is a new leaf of its own, not a cut
+            state.registry.watch_leaf(param, site)
+        elif isinstance(data, torch.Tensor):
+            state.cuts.reparametrised(data)  # weight_norm, spectral_norm, parametrize: judged through param
+        return param
+
+    return new
+
+
+def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``self.keys = torch.randn(...)``: remember where user code put a plain tensor on a module, the
+    line to change if that tensor was meant to learn."""
+    assigned = state.registry.assigned
+
+    def setattr_(module: nn.Module, name: str, value: Any) -> None:
+        original(module, name, value)
+        if type(value) is torch.Tensor and state.scope.in_trace_thread() and caller_is_user(1):
+            assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
+
+    return setattr_
+
+
+def function_apply(state: TraceState, original: Any) -> Callable[..., Any]:
+    """``autograd.Function.apply``: a custom Function's forward runs without grad by design, which is no cut."""
+    def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+        if not state.scope.in_trace_thread():
+            return original.__get__(None, cls)(*args, **kwargs)
+        state.scope.custom_forward += 1
+        try:
+            return original.__get__(None, cls)(*args, **kwargs)
+        finally:
+            state.scope.custom_forward -= 1
+
+    return apply
+
+
+def ddp_params(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """DDP builds its reducer: the parameters it returns are those DDP's indices count."""
+
+    def build(ddp: Any) -> Any:
+        params, sparse = original(ddp)
+        state.registry.add_module(ddp.module)
+        for name, param in ddp.module.named_parameters():
+            state.registry.watch_leaf(param, None, owner=(ddp.module, name))  # a model built before the trace
+        state.ddp.wrapped(ddp, params, state.registry.key_of, len(state.events))
+        return params, sparse
+
+    return build
+
+
+def ddp_forward(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """Count DDP forwards; keep DDP's unused-parameter error, raised here about the last iteration."""
+    log, registry = state.ddp, state.registry
+
+    def forward(ddp: Any, *args: Any, **kwargs: Any) -> Any:
+        record = log.forward(ddp, len(state.events))
+        try:
+            return original(ddp, *args, **kwargs)
+        except RuntimeError as error:
+            frozen = frozenset(k for k in map(registry.key_of, ddp.parameters())
+                               if k is not None and not registry.all[k].tensor.requires_grad)
+            log.error(error, user_site(1), record, frozen, in_forward=True)
+            raise
+
+    return forward
+
+
+def from_numpy(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.from_numpy`` (which torch-function modes do not see): tainted values come back in without history."""
+
+    def from_numpy(array: Any) -> torch.Tensor:
+        tensor = original(array)
+        if state.taints and state.scope.in_trace_thread():
+            state.cuts.rewrap("torch.from_numpy()", array, tensor, user_site(1), False)
+        return tensor
+
+    return from_numpy
+
+
+def variable(state: TraceState, original: type) -> type:
+    """A stand-in for the legacy ``Variable`` class: still matches ``isinstance``, and reports."""
+
+    class Variable(original):  # type: ignore[misc, valid-type]
+        def __new__(cls, data: Any = None, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Any:
+            out = original(data, *args, requires_grad=requires_grad, **kwargs)
+            if state.scope.in_trace_thread():
+                state.cuts.rewrap("Variable()", data, out, user_site(1), requires_grad)
+            return out
+
+    return Variable
+
+
+class CountingEngine:
+    """Stands in for autograd's engine (``Variable._execution_engine``, through which every
+    ``backward`` and ``autograd.grad`` runs): counts the passes started by threads the trace does
+    not cover, and otherwise forwards everything unchanged."""
+
+    def __init__(self, engine: Any, scope: Scope) -> None:
+        self._engine = engine
+        self._scope = scope
+
+    def run_backward(self, *args: Any, **kwargs: Any) -> Any:
+        scope = self._scope
+        if not scope.in_trace_thread() and scope.in_trace_process():
+            scope.untraced_backward(threading.current_thread().name, user_site(1))
+        return self._engine.run_backward(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+def user_located(show: Callable[..., Any]) -> Callable[..., Any]:
+    """``warnings.showwarning`` that puts a torch warning raised under the interceptor at the user's line.
+
+    Warnings from C++ name the innermost Python frame, which during a trace is the interceptor's.
+    """
+
+    def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                    line: str | None = None) -> None:
+        if frame_kind(filename) == OWN:
+            site = user_site(1)
+            if site is not None:
+                filename, lineno, line = site.file, site.line, None
+        show(message, category, filename, lineno, file, line)
+
+    return showwarning

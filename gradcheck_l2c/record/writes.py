@@ -1,0 +1,89 @@
+"""In-place writes in grad mode, and ``state_dict()`` entries that share storage with live parameters."""
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+
+from gradcheck_l2c.record.args import flat, op_label
+from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.locations import Site, user_site
+from gradcheck_l2c.record.reach import Reachability
+from gradcheck_l2c.record.torch_internals import version
+from gradcheck_l2c.record.watch import WatchRegistry
+
+
+class InplaceWrite(NamedTuple):
+    """One in-place write in grad mode: where, which op, and the written tensor's shape and version after it
+    (autograd's in-place error names a shape and a version: this finds the write)."""
+
+    site: Site | None
+    op: str
+    shape: tuple[int, ...]
+    version: int
+
+
+@dataclass
+class InplaceNote:
+    """In-place writes at one place into tensors computed from watched leaves: autograd records them, so they
+    cut nothing; kept to tell the tensors whose gradient goes missing anyway."""
+
+    keys: frozenset[int]  # the watched leaves the first write's target reached
+    count: int = 1
+
+
+@dataclass
+class Snapshot:
+    """A ``state_dict()`` entry that shares storage with a live parameter."""
+
+    key: int
+    site: Site | None
+    version: int
+
+
+class WriteLog:
+    """The latest in-place writes, the notes per place, and the live ``state_dict()`` snapshots."""
+
+    def __init__(self, registry: WatchRegistry, reach: Reachability, events: EventLog) -> None:
+        self.registry, self.reach, self.events = registry, reach, events
+        self.recent: deque[InplaceWrite] = deque(maxlen=256)
+        self.notes: dict[tuple[Site | None, str], InplaceNote] = {}
+        self.snapshots: dict[int, tuple[weakref.ref, Snapshot]] = {}
+
+    def wrote(self, target: torch.Tensor, site: Site | None, label: str) -> None:
+        """An in-place write in grad mode. On a tensor with history autograd records it, so it does not cut
+        the path: the graph is walked once per place and operation, not once per call."""
+        self.recent.append(InplaceWrite(site, label, tuple(target.shape), version(target)))
+        if not target.requires_grad:
+            return
+        note = self.notes.get((site, label))
+        if note is None:
+            self.notes[(site, label)] = InplaceNote(self.reach(target))
+        else:
+            note.count += 1
+
+    def snapshot(self, param: torch.Tensor, out: torch.Tensor) -> None:
+        """``state_dict()`` returned ``out``, a detached alias of the watched ``param``."""
+        key = self.registry.key_of(param)
+        if key is None:
+            return
+        ident = id(out)
+        snapshots = self.snapshots
+        ref = weakref.ref(out, lambda _, ident=ident: snapshots.pop(ident, None))
+        snapshots[ident] = (ref, Snapshot(key, user_site(2), version(out)))
+
+    def check_snapshots(self, func: Any, args: tuple) -> None:
+        """A stale ``state_dict()`` entry is used: its parameter changed since the snapshot."""
+        snapshots = self.snapshots
+        for arg in flat(args):
+            entry = snapshots.get(id(arg))
+            if entry is None or entry[0]() is not arg:
+                continue
+            snap = entry[1]
+            if version(arg) != snap.version:
+                self.events.record("state_dict_alias", snap.key, user_site(2), op_label(func),
+                                   snapshot=snap.site)
+                snap.version = version(arg)

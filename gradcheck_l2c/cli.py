@@ -307,10 +307,12 @@ def default_output_format(stderr: TextIO) -> str:
 
 
 def format_rules() -> str:
-    """``gradcheck-l2c rules``: one block per rule: code, kind, default level, what happened, the fix."""
+    """``gradcheck-l2c rules``: one block per rule: code, kind, the levels it is reported at (the usual one
+    first), what happened, the fix."""
     lines = []
     for rule in RULES:
-        lines += [f"{rule.code} {rule.kind} ({rule.level})", f"    {rule.description}", f"    fix: {rule.fix}"]
+        levels = ", ".join(rule.levels)
+        lines += [f"{rule.code} {rule.kind} ({levels})", f"    {rule.description}", f"    fix: {rule.fix}"]
     return "\n".join(lines) + "\n"
 
 

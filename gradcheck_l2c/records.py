@@ -10,41 +10,6 @@ SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 #: ``fail_on`` levels: a finding at least this severe fails; ``"never"`` only records.
 FAIL_ON: tuple[str, ...] = (*SEVERITIES, "never")
 
-#: Every kind a detector may report, in the order the README documents them.
-KINDS: tuple[str, ...] = (
-    "item",
-    "numpy",
-    "tensor_rewrap",
-    "detach",
-    "data_attr",
-    "no_grad",
-    "state_dict_reload",
-    "new_parameter",
-    "non_parameter_tensor",
-    "unused_parameter",
-    "module_in_forward",
-    "non_leaf_watched",
-    "non_differentiable",
-    "inplace_saved",
-    "state_dict_alias",
-    "optimizer",
-    "untraced_thread",
-    "ddp_unused",
-    "unused_suppression",
-)
-
-#: Kinds that explain why a tensor got no gradient; the others flag bugs beside the gradient path.
-CAUSES: frozenset[str] = frozenset({
-    "item", "numpy", "tensor_rewrap", "detach", "data_attr", "no_grad", "state_dict_reload", "new_parameter",
-    "unused_parameter", "ddp_unused", "non_leaf_watched", "non_differentiable", "inplace_saved",
-})
-
-
-#: Roles of a finding's related places: where the symptom showed, where the tensor or object was
-#: defined, and where it was used.
-ROLES: tuple[str, ...] = ("symptom", "defined", "used")
-
-
 @dataclass(frozen=True)
 class Related:
     """Another place that belongs to a finding: the line where the symptom showed (``symptom``), where

@@ -1,101 +1,127 @@
-"""Rule codes: every kind of finding has a permanent code (``GC001 item``), a one-line description, the fix
-pattern and a default level, as linters' rules do. SARIF, the concise and GitHub outputs, ``gradcheck-l2c
-rules`` and inline suppressions (``# gradcheck: ignore[GC001]``) all read this table.
+"""The one table of kinds: every kind of finding has a permanent code (``GC001 item``), the severities it is
+reported at, whether it explains a missing gradient, its label on a graph, a one-line description and the
+fix pattern, as linters' rules do. Detectors, SARIF, GitLab, the concise and GitHub outputs, the graphs,
+``gradcheck-l2c rules`` and inline suppressions (``# gradcheck: ignore[GC001]``) all read this table.
 
 A code never changes meaning once released: a new kind takes the next free code, a retired one keeps its
-code unused. Adding a kind is one ``Rule`` line below (``tests/test_rules.py`` fails until it is there).
+code unused. Adding a kind is one ``Rule`` line below.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradcheck_l2c.records import KINDS
-
 
 @dataclass(frozen=True)
 class Rule:
-    """One kind's rule: ``code`` (``GC001``), ``kind`` (``item``, also the rule's name), ``level`` (the
-    severity it is usually reported at), what happened in one line, and the usual fix."""
+    """One kind's rule: ``code`` (``GC001``), ``kind`` (``item``, also the rule's name), ``levels`` (every
+    severity its findings are reported at, the usual one first), ``cause`` (it explains why a tensor got no
+    gradient, rather than flagging a bug beside the gradient path), ``label`` (how a graph names it), what
+    happened in one line, and the usual fix."""
 
     code: str
     kind: str
-    level: str
+    levels: tuple[str, ...]
+    cause: bool
+    label: str
     description: str
     fix: str
 
+    @property
+    def level(self) -> str:
+        """The severity it is usually reported at (SARIF's default level)."""
+        return self.levels[0]
+
 
 RULES: tuple[Rule, ...] = (
-    Rule("GC001", "item", "error", "A value computed from the tensor became a Python number (.item(), float(), "
-         "int(), .tolist()), which carries no gradient.", "Keep it a tensor; call .item() only for logging."),
-    Rule("GC002", "numpy", "error", "A value computed from the tensor became a NumPy array (.numpy(), "
-         "np.asarray), which carries no gradient.", "Keep the computation in torch; convert only for logging."),
-    Rule("GC003", "tensor_rewrap", "error", "torch.tensor(...), as_tensor or from_numpy built a new tensor "
-         "from values that had an autograd history.", "Use the tensor itself (torch.stack/cat to combine)."),
-    Rule("GC004", "detach", "error", ".detach() on the gradient's path, including the detached tensors "
-         "state_dict() returns.", "Drop the .detach() (or use named_parameters() instead of state_dict())."),
-    Rule("GC005", "data_attr", "error", ".data read on the gradient's path, or a tensor's .data assigned.",
+    Rule("GC001", "item", ("error",), True, ".item()",
+         "A value computed from the tensor became a Python number (.item(), float(), int(), .tolist()), which "
+         "carries no gradient.", "Keep it a tensor; call .item() only for logging."),
+    Rule("GC002", "numpy", ("error",), True, ".numpy()",
+         "A value computed from the tensor became a NumPy array (.numpy(), np.asarray), which carries no "
+         "gradient.", "Keep the computation in torch; convert only for logging."),
+    Rule("GC003", "tensor_rewrap", ("error",), True, "torch.tensor(...)",
+         "torch.tensor(...), as_tensor or from_numpy built a new tensor from values that had an autograd "
+         "history.", "Use the tensor itself (torch.stack/cat to combine)."),
+    Rule("GC004", "detach", ("error",), True, ".detach()",
+         ".detach() on the gradient's path, including the detached tensors state_dict() returns.",
+         "Drop the .detach() (or use named_parameters() instead of state_dict())."),
+    Rule("GC005", "data_attr", ("error",), True, ".data",
+         ".data read on the gradient's path, or a tensor's .data assigned.",
          "Use the tensor itself; for in-place updates use torch.no_grad() on the parameter."),
-    Rule("GC006", "no_grad", "error", "The computation ran under no_grad, inference_mode or "
-         "set_grad_enabled(False).", "Compute the values the loss needs outside the no_grad block."),
-    Rule("GC007", "state_dict_reload", "error", "load_state_dict(), copy_ or set_ wrote values computed from "
-         "the tensor into parameters, as constants.", "Evaluate the model at the computed weights with "
-         "torch.func.functional_call(model, params, (inputs,))."),
-    Rule("GC008", "new_parameter", "error", "nn.Parameter(...) wrapped a computed tensor, starting a new "
-         "leaf without history.", "Create Parameters once in __init__; use computed tensors directly."),
-    Rule("GC009", "non_parameter_tensor", "warning", "A module attribute holds a tensor that requires grad "
-         "(or Parameters in a plain list or dict) without registering it.",
-         "Register it: nn.Parameter(...), nn.ParameterList/ParameterDict, or register_buffer."),
-    Rule("GC010", "unused_parameter", "error", "The tensor never took part in a loss (a submodule that is "
-         "never called is named).", "Use it in forward, or leave it out of the optimizer."),
-    Rule("GC011", "module_in_forward", "error", "A module with weights is built inside another module's "
-         "forward, so new weights are made on every call.", "Build the submodule once in __init__."),
-    Rule("GC012", "non_leaf_watched", "error", ".grad read on a non-leaf tensor (made by .to(), .cuda(), an "
-         "operation), which never holds a gradient.", "Read the leaf's .grad, or create the tensor on its "
-         "device directly (or call retain_grad())."),
-    Rule("GC013", "non_differentiable", "error", "A non-differentiable step on the path (argmax, comparisons, "
-         "integer casts, round/floor/sign), all-zero gradients, or a custom autograd.Function returning None.",
+    Rule("GC006", "no_grad", ("error",), True, "torch.no_grad()",
+         "The computation ran under no_grad, inference_mode or set_grad_enabled(False).",
+         "Compute the values the loss needs outside the no_grad block."),
+    Rule("GC007", "state_dict_reload", ("error",), True, "load_state_dict()",
+         "load_state_dict(), copy_ or set_ wrote values computed from the tensor into parameters, as constants.",
+         "Evaluate the model at the computed weights with torch.func.functional_call(model, params, (inputs,))."),
+    Rule("GC008", "new_parameter", ("error",), True, "nn.Parameter(...)",
+         "nn.Parameter(...) wrapped a computed tensor, starting a new leaf without history.",
+         "Create Parameters once in __init__; use computed tensors directly."),
+    Rule("GC009", "non_parameter_tensor", ("warning", "error"), False, "plain tensor attribute",
+         "A module attribute holds a tensor that requires grad (or Parameters in a plain list or dict) without "
+         "registering it.", "Register it: nn.Parameter(...), nn.ParameterList/ParameterDict, or register_buffer."),
+    Rule("GC010", "unused_parameter", ("error", "warning"), True, "unused parameter",
+         "The tensor never took part in a loss (a submodule that is never called is named).",
+         "Use it in forward, or leave it out of the optimizer."),
+    Rule("GC011", "module_in_forward", ("error",), False, "module built in forward",
+         "A module with weights is built inside another module's forward, so new weights are made on every "
+         "call.", "Build the submodule once in __init__."),
+    Rule("GC012", "non_leaf_watched", ("error",), True, "non-leaf tensor",
+         ".grad read on a non-leaf tensor (made by .to(), .cuda(), an operation), which never holds a gradient.",
+         "Read the leaf's .grad, or create the tensor on its device directly (or call retain_grad())."),
+    Rule("GC013", "non_differentiable", ("error", "warning", "info"), True, "non-differentiable op",
+         "A non-differentiable step on the path (argmax, comparisons, integer casts, round/floor/sign), all-zero "
+         "gradients, or a custom autograd.Function returning None.",
          "Use a differentiable relaxation (softmax, sigmoid, straight-through) or keep the float values."),
-    Rule("GC014", "inplace_saved", "error", "A tensor that autograd saved for backward was modified in place "
-         "before backward ran.", "Write the new value out of place (x = x + y, not x += y), or clone first."),
-    Rule("GC015", "state_dict_alias", "warning", "A state_dict() snapshot (a shallow .copy() too) shares "
-         "storage with live weights and was used after they changed.",
-         "Take real copies: {k: v.detach().clone() for k, v in model.state_dict().items()}."),
-    Rule("GC016", "optimizer", "error", "A parameter is in two optimizers, or gets gradients but is in none; "
-         "or step() ran after zero_grad() erased every gradient.",
-         "Give each parameter to exactly one optimizer; call zero_grad() before backward."),
-    Rule("GC017", "untraced_thread", "warning", "Backward calls ran in a thread the trace does not cover "
-         "(torch-function modes are per thread), so nothing judged them.",
+    Rule("GC014", "inplace_saved", ("error", "info"), True, "in-place on a saved tensor",
+         "A tensor that autograd saved for backward was modified in place before backward ran.",
+         "Write the new value out of place (x = x + y, not x += y), or clone first."),
+    Rule("GC015", "state_dict_alias", ("warning",), False, "state_dict alias",
+         "A state_dict() snapshot (a shallow .copy() too) shares storage with live weights and was used after "
+         "they changed.", "Take real copies: {k: v.detach().clone() for k, v in model.state_dict().items()}."),
+    Rule("GC016", "optimizer", ("error", "warning"), False, "optimizer",
+         "A parameter is in two optimizers, or gets gradients but is in none; or step() ran after zero_grad() "
+         "erased every gradient.", "Give each parameter to exactly one optimizer; call zero_grad() before backward."),
+    Rule("GC017", "untraced_thread", ("warning",), False, "untraced_thread",
+         "Backward calls ran in a thread the trace does not cover (torch-function modes are per thread), so "
+         "nothing judged them.",
          "Run the training step in the thread that starts the trace, or start the trace in that thread."),
-    Rule("GC018", "ddp_unused", "error", "DistributedDataParallel waited for a gradient that never came (its "
-         "'Expected to have finished reduction' error, a static_graph=True mismatch), or find_unused_parameters=True "
-         "found a parameter unused in every iteration.",
+    Rule("GC018", "ddp_unused", ("error", "warning"), True, "ddp_unused",
+         "DistributedDataParallel waited for a gradient that never came (its 'Expected to have finished "
+         "reduction' error, a static_graph=True mismatch), or find_unused_parameters=True found a parameter "
+         "unused in every iteration.",
          "Use the parameter in forward so its output reaches the loss, or delete it; freeze it with "
          "requires_grad_(False) before DDP(...); find_unused_parameters=True is the costly last resort."),
-    Rule("GC900", "unused_suppression", "info", "A '# gradcheck: ignore' comment silenced no finding during "
-         "the run.", "Remove the comment, or name the code it should silence."),
+    Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
+         "A '# gradcheck: ignore' comment silenced no finding during the run.",
+         "Remove the comment, or name the code it should silence."),
 )
 
 _BY_KIND = {rule.kind: rule for rule in RULES}
 _BY_CODE = {rule.code: rule for rule in RULES}
+#: Every kind a detector may report, in the order the README documents them.
+KINDS: tuple[str, ...] = tuple(rule.kind for rule in RULES)
+#: Kinds that explain why a tensor got no gradient; the others flag bugs beside the gradient path.
+CAUSES: frozenset[str] = frozenset(rule.kind for rule in RULES if rule.cause)
 
 
 def rule_for(kind: str) -> Rule:
-    """The rule of a kind; ``KeyError`` for a kind without one (``tests/test_rules.py`` keeps that from
-    happening)."""
+    """The rule of a kind; ``KeyError`` for a kind without one."""
     return _BY_KIND[kind]
 
 
 def code_of(kind: str) -> str:
-    """A kind's code, or the kind itself when it has none yet (output never fails over a missing row)."""
+    """A kind's code, or the kind itself when it has none (output never fails over a missing row)."""
     rule = _BY_KIND.get(kind)
     return rule.code if rule is not None else kind
+
+
+def label_of(kind: str) -> str:
+    """How a graph names a kind's cut box."""
+    rule = _BY_KIND.get(kind)
+    return rule.label if rule is not None else kind
 
 
 def lookup(name: str) -> Rule | None:
     """The rule a suppression names, by code (``GC001``, any case) or by kind (``item``)."""
     return _BY_CODE.get(name.upper()) or _BY_KIND.get(name)
-
-
-def missing_rules() -> list[str]:
-    """Kinds in :data:`KINDS` without a rule."""
-    return [kind for kind in KINDS if kind not in _BY_KIND]

@@ -3,22 +3,36 @@ import re
 from pathlib import Path
 
 from gradcheck_l2c.cli import main
-from gradcheck_l2c.records import KINDS
-from gradcheck_l2c.rules import RULES, code_of, lookup, missing_rules, rule_for
+from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
+from gradcheck_l2c.rules import CAUSES, KINDS, RULES, code_of, label_of, lookup, rule_for
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_every_kind_has_a_rule_and_every_rule_a_kind():
-    assert missing_rules() == [], "add a Rule line in gradcheck_l2c/rules.py for each new kind"
-    assert [rule.kind for rule in RULES] == list(KINDS)
+def test_every_detector_has_a_rule_row():
+    detectors = {module.KIND for module in (*CUTS.values(), *SCANNERS)}
+    assert detectors - set(KINDS) == set(), "add a Rule line in gradcheck_l2c/rules.py for each new kind"
+    assert set(KINDS) - detectors == {"unused_suppression"}  # the suppressions pass reports it
+
+
+def test_cut_detectors_report_at_their_rows_level_and_explain_missing_gradients():
+    """A cut detector's findings take its row's first level; every cut explains a missing gradient."""
+    assert all(not hasattr(module, "SEVERITY") for module in CUTS.values())
+    assert {kind for kind in CUTS if rule_for(kind).level == "error"} == set(CUTS)
+    assert set(CUTS) <= CAUSES
+
+
+def test_graph_labels_come_from_the_table():
+    assert label_of("item") == ".item()" and label_of("inplace_saved") == "in-place on a saved tensor"
+    assert label_of("a_kind_without_rule") == "a_kind_without_rule"
 
 
 def test_codes_are_unique_well_formed_and_levels_known():
     codes = [rule.code for rule in RULES]
     assert len(set(codes)) == len(codes)
     assert all(re.fullmatch(r"GC\d{3}", code) for code in codes)
-    assert all(rule.level in ("error", "warning", "info") for rule in RULES)
+    assert all(rule.levels and set(rule.levels) <= {"error", "warning", "info"} for rule in RULES)
+    assert all(len(set(rule.levels)) == len(rule.levels) for rule in RULES)
     assert all(rule.description.endswith(".") and rule.fix.endswith(".") for rule in RULES)
 
 
@@ -52,3 +66,4 @@ def test_rules_command_prints_code_kind_description_and_fix(capsys):
     assert lines[1] == f"    {rule_for('item').description}"
     assert lines[2] == f"    fix: {rule_for('item').fix}"
     assert "GC900 unused_suppression (info)" in lines
+    assert "GC014 inplace_saved (error, info)" in lines  # every level it is reported at, the usual first

@@ -10,8 +10,9 @@ from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.record.facts import Event, Site, StepMiss, Watched
 from gradcheck_l2c.record.query import TraceRecord
-from gradcheck_l2c.records import KINDS as _ALL_KINDS
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding, Related, WatchedTensor
+from gradcheck_l2c.rules import KINDS as _ALL_KINDS
+from gradcheck_l2c.rules import rule_for
 
 
 _NAMES_IN_NOTE = 4
@@ -83,13 +84,12 @@ class Run:
                 return watched.site
         return next((e.site for e in self.record.events(*_ALL_KINDS) if e.site is not None), None)
 
-    def cut_finding(self, event: Event, tensor: str, severity: str | None = None,
-                    symptom: Site | None = None) -> Finding:
+    def cut_finding(self, event: Event, tensor: str, symptom: Site | None = None) -> Finding:
         """The finding for one cut of ``tensor``; ``symptom`` is where the missing gradient showed."""
         detector = CUTS[event.kind]
         message, fix = detector.describe(event, tensor)
         related = {"symptom": symptom, **(detector.related(event) if hasattr(detector, "related") else {})}
-        return self.finding(event.kind, severity or detector.SEVERITY, tensor, event.site, message, fix,
+        return self.finding(event.kind, rule_for(event.kind).level, tensor, event.site, message, fix,
                             event.count, related=related)
 
     def symptom(self, watched: Watched) -> Site | None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-from gradcheck_l2c.records import CAUSES, Finding, WatchedTensor
+from gradcheck_l2c.records import Finding, WatchedTensor
+from gradcheck_l2c.rules import CAUSES
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 _SGR = {"error": "1;31", "warning": "1;33", "info": "36", "bold": "1", "fix": "32"}

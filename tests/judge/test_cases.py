@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gradcheck_l2c.present.jsonreport import json_document
+from gradcheck_l2c.rules import rule_for
 from gradcheck_l2c.runner import ScriptRunner, run_script
 from gradcheck_l2c.tracer import trace
 
@@ -52,6 +53,9 @@ def _run(path: Path, entry: str) -> tuple[list[Any], BaseException | None]:
         error = outcome.exception
     document = json_document(script=str(path), argv=[str(path)], exit_code=0, watched=tracer.watched,
                              findings=tracer.findings)
+    undeclared = [(f["kind"], f["severity"]) for f in document["findings"]
+                  if f["severity"] not in rule_for(f["kind"]).levels]
+    assert not undeclared, f"severities their rows in rules.py do not declare: {undeclared}"
     return document["findings"], error
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from gradcheck_l2c.record.facts import Event
 
 KIND = "new_parameter"
-SEVERITY = "error"
 
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:

@@ -10,7 +10,6 @@ from gradcheck_l2c.judge.grad_mode_site import GradOff, grad_disabled_at
 from gradcheck_l2c.record.facts import Event, Site
 
 KIND = "no_grad"
-SEVERITY = "error"
 
 # ops that add a step to a leaf, as an update rule does (``w - lr * w.grad``, ``torch.addcdiv``, ``lerp``)
 _UPDATES = frozenset(("sub", "add", "rsub", "__sub__", "__add__", "__rsub__", "__radd__", "addcmul", "addcdiv",

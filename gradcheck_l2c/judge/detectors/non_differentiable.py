@@ -8,7 +8,6 @@ from __future__ import annotations
 from gradcheck_l2c.record.facts import Event
 
 KIND = "non_differentiable"
-SEVERITY = "error"
 
 _INDICES = frozenset(("argmax", "argmin", "argsort", "topk", "sort", "max", "min", "kthvalue", "mode", "median",
                       "nanmedian", "cummax", "cummin", "msort", "searchsorted", "bucketize", "nonzero",

@@ -4,7 +4,6 @@ from __future__ import annotations
 from gradcheck_l2c.record.facts import Event
 
 KIND = "state_dict_reload"
-SEVERITY = "error"
 
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from gradcheck_l2c.record.facts import Event
 
 KIND = "tensor_rewrap"
-SEVERITY = "error"
 
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:

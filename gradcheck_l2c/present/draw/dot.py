@@ -15,6 +15,7 @@ import graphviz
 
 from gradcheck_l2c.present.draw.plan import GraphIndex, Item, Plan
 from gradcheck_l2c.records import Finding
+from gradcheck_l2c.rules import label_of
 
 # Fill colours; torchviz's where it has one (loss, ops, leaves).
 LOSS = "darkolivegreen1"
@@ -32,25 +33,6 @@ NODE_STYLE = {"style": "filled", "shape": "box", "fontsize": "10", "height": "0.
 GRAPH_STYLE = {"ranksep": "0.3", "fontname": "monospace", "fontsize": "10"}
 
 #: How each finding kind is named in a cut box.
-KIND_LABELS = {
-    "item": ".item()",
-    "numpy": ".numpy()",
-    "tensor_rewrap": "torch.tensor(...)",
-    "detach": ".detach()",
-    "data_attr": ".data",
-    "no_grad": "torch.no_grad()",
-    "state_dict_reload": "load_state_dict()",
-    "new_parameter": "nn.Parameter(...)",
-    "non_parameter_tensor": "plain tensor attribute",
-    "unused_parameter": "unused parameter",
-    "module_in_forward": "module built in forward",
-    "non_leaf_watched": "non-leaf tensor",
-    "non_differentiable": "non-differentiable op",
-    "inplace_saved": "in-place on a saved tensor",
-    "state_dict_alias": "state_dict alias",
-    "optimizer": "optimizer",
-}
-
 _MAX_TEXT = 80
 _CONTROL = {c: " " for c in (*range(0x20), 0x7F)}
 
@@ -230,7 +212,7 @@ def _draw_loss(dot: graphviz.Digraph, scene: Scene) -> None:
 def cut_text(finding: Finding) -> str:
     """What a cut box says first: the operation and where, e.g. ``.item()  l2c.py:87``."""
     where = f"{os.path.basename(finding.file)}:{finding.line}" if finding.file else ""
-    text = f"{KIND_LABELS.get(finding.kind, finding.kind)}  {where}".strip()
+    text = f"{label_of(finding.kind)}  {where}".strip()
     return f"{text}  ×{finding.count}" if finding.count > 1 else text
 
 

@@ -22,7 +22,8 @@ from gradcheck_l2c.present.draw import page
 from gradcheck_l2c.present.draw.dot import Scene, Watched, draw, module_of
 from gradcheck_l2c.present.draw.plan import GraphIndex, Plan, plan, select
 from gradcheck_l2c.record.graph import call_with_large_stack, grad_roots
-from gradcheck_l2c.records import CAUSES, CapturedGraph, Cut, Finding
+from gradcheck_l2c.records import CapturedGraph, Cut, Finding
+from gradcheck_l2c.rules import CAUSES
 
 #: Beyond this many boxes (after collapsing chains) the drawing becomes a summary.
 MAX_NODES = 400

@@ -50,6 +50,11 @@ class Finding:
     suppressed: bool = False
     ranks: tuple[int, ...] = ()
 
+    def key(self) -> tuple[str, str, str, int]:
+        """What makes two findings the same one (from two backward passes, or two ranks): the kind, the
+        tensor and the line; counts, related places and ranks may differ."""
+        return (self.kind, self.tensor, self.file, self.line)
+
     def to_dict(self) -> dict[str, Any]:
         document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                     if f.name not in ("related", "ranks")}
@@ -57,6 +62,14 @@ class Finding:
         if self.ranks:
             document["ranks"] = list(self.ranks)
         return document
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> "Finding":
+        """The finding that ``to_dict`` (or ``dataclasses.asdict``) wrote."""
+        fields = dict(document)
+        fields["related"] = tuple(Related(**place) for place in fields.get("related", ()))
+        fields["ranks"] = tuple(fields.get("ranks", ()))
+        return cls(**fields)
 
     @property
     def location(self) -> str:

@@ -259,10 +259,11 @@ def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
+    """Each finding once (the first of several with the same ``Finding.key()``)."""
     seen: set[tuple[str, str, str, int]] = set()
     unique = []
     for finding in findings:
-        key = (finding.kind, finding.tensor, finding.file, finding.line)
+        key = finding.key()
         if key not in seen:
             seen.add(key)
             unique.append(finding)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradcheck_l2c.records import Finding, Related, WatchedTensor
+from gradcheck_l2c.records import Finding, WatchedTensor
 
 _RESULT = "rank-{rank}.json"
 
@@ -63,11 +63,7 @@ def read_results(folder: str) -> list[RankResult]:
 
 
 def _result(document: dict[str, Any]) -> RankResult:
-    findings = []
-    for item in document.pop("findings"):
-        item["related"] = tuple(Related(**place) for place in item.get("related", ()))
-        item["ranks"] = tuple(item.get("ranks", ()))
-        findings.append(Finding(**item))
+    findings = [Finding.from_dict(item) for item in document.pop("findings")]
     watched = [WatchedTensor(w["name"], tuple(w["shape"]), w["got_grad"]) for w in document.pop("watched")]
     return RankResult(**document, findings=findings, watched=watched)
 
@@ -78,7 +74,7 @@ def merge(results: Sequence[RankResult]) -> tuple[list[Finding], list[WatchedTen
     findings: dict[tuple[str, str, str, int], Finding] = {}
     for result in results:
         for finding in result.findings:
-            key = (finding.kind, finding.tensor, finding.file, finding.line)
+            key = finding.key()
             seen = findings.get(key)
             if seen is None:
                 findings[key] = dataclasses.replace(finding, ranks=(result.rank,))

@@ -45,3 +45,10 @@ def test_rank_lists_are_short():
     assert rank_list([1, 0]) == "0, 1"
     assert rank_list([0, 1, 2, 3]) == "0-3"
     assert rank_list([0, 2, 3]) == "0, 2, 3"
+
+
+def test_a_finding_round_trips_through_its_dict_and_keeps_its_identity():
+    merged = finding("Net.aux.weight", 12, count=2)
+    merged = Finding.from_dict({**merged.to_dict(), "ranks": [0, 3]})
+    assert merged.ranks == (0, 3) and merged.related == (Related("/abs/train.py", 40, "symptom"),)
+    assert merged.key() == finding("Net.aux.weight", 12).key() != finding("Net.aux.weight", 13).key()

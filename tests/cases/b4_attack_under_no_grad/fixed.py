@@ -1,0 +1,31 @@
+"""The fixed twin: the attack runs with gradients; only the evaluation of its result is under no_grad."""
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+def perturb_iterative(predict, xvar, yvar, nb_iter, eps, eps_iter):
+    delta = torch.zeros_like(xvar)
+    delta.requires_grad_()
+    for ii in range(nb_iter):
+        outputs = predict(xvar + delta)
+        loss = F.cross_entropy(outputs, yvar)
+        loss.backward()
+        grad_sign = delta.grad.data.sign()
+        delta.data = delta.data + eps_iter * grad_sign
+        delta.data = torch.clamp(delta.data, -eps, eps)
+        delta.grad.data.zero_()
+    return (xvar + delta).detach()
+
+
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 3))
+net.eval()
+testloader = [(torch.randn(8, 10), torch.randint(0, 3, (8,))) for _ in range(2)]
+correct = 0
+for batch_idx, (inputs, targets) in enumerate(testloader):
+    adv_untargeted = perturb_iterative(net, inputs, targets, 3, 0.3, 0.1)
+    with torch.no_grad():
+        outputs = net(adv_untargeted)
+    correct += (outputs.argmax(1) == targets).sum().item()
+print("adversarial accuracy:", correct / 16)

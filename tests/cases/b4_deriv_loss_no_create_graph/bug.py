@@ -1,0 +1,23 @@
+"""A network fit to values and to their derivative (pytorch/pytorch#31984): grad_x comes from
+torch.autograd.grad without create_graph=True, so loss_z has no grad_fn and adds nothing to the step."""
+import torch
+from torch import nn
+from torch.autograd import grad
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 30), nn.ReLU(), nn.Linear(30, 1))
+optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+x = torch.randn(64, 3)
+y = (5 * torch.sin(x) + 3 * torch.cos(x)).sum(dim=-1).unsqueeze(-1)
+z = (5 * torch.cos(x) - 3 * torch.sin(x)).sum(dim=-1).unsqueeze(-1)
+for epoch in range(3):
+    x.requires_grad = True
+    optimizer.zero_grad()
+    output = model(x)
+    grad_x = grad(output.sum(), x, retain_graph=True)[0]  # <- cut_term
+    loss_y = nn.MSELoss()(output, y)
+    loss_z = nn.MSELoss()(grad_x.sum(dim=-1).unsqueeze(-1), z)
+    loss = loss_y + loss_z
+    loss.backward(retain_graph=True)
+    optimizer.step()
+    print(f"Loss_y = {loss_y.item():.4f} | Loss_z = {loss_z.item():.4f} | loss_z.grad_fn = {loss_z.grad_fn}")

@@ -92,6 +92,13 @@ RULES: tuple[Rule, ...] = (
          "unused in every iteration.",
          "Use the parameter in forward so its output reaches the loss, or delete it; freeze it with "
          "requires_grad_(False) before DDP(...); find_unused_parameters=True is the costly last resort."),
+    Rule("GC019", "grad_no_graph", ("error",), True, "autograd.grad()",
+         "torch.autograd.grad() without create_graph=True returned gradients as constants, and a loss was "
+         "computed from them.", "Pass create_graph=True to torch.autograd.grad."),
+    Rule("GC020", "cut_term", ("warning",), False, "cut loss term",
+         "A term of the loss carries no gradient: it is computed from tensors the other terms train, but only "
+         "through a cut, so it adds nothing to their update.",
+         "Compute the term from the tensors themselves (drop the cut), or leave the term out of the loss."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",
          "Remove the comment, or name the code it should silence."),

@@ -16,6 +16,7 @@ from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, Taint, TaintStore
+from gradcheck_l2c.record.terms import TermLog
 from gradcheck_l2c.record.torch_internals import functions_off
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -48,10 +49,11 @@ class BackwardLog:
     """Facts about the backward passes of the traced thread and the ``.grad`` reads after them."""
 
     def __init__(self, registry: WatchRegistry, taints: TaintStore, events: EventLog, optimizers: OptimizerLog,
-                 cuts: CutRecorder, unregistered: UnregisteredLog, clock: Clock,
+                 cuts: CutRecorder, unregistered: UnregisteredLog, terms: TermLog, clock: Clock,
                  discover: Callable[[Any], None]) -> None:
         self.registry, self.taints, self.events, self.optimizers = registry, taints, events, optimizers
-        self.cuts, self.unregistered, self.clock, self._discover = cuts, unregistered, clock, discover
+        self.cuts, self.unregistered, self.terms, self.clock = cuts, unregistered, terms, clock
+        self._discover = discover
         self.events_at_backward = 0  # events recorded before the last backward ended
         self.missed: dict[int, dict[Chain, int]] = {}  # watched key -> the cut chains backward missed it by
         self.consumers: dict[int, str] = {}  # watched key -> op that takes the leaf
@@ -76,6 +78,7 @@ class BackwardLog:
         with functions_off():  # the tool's own `.grad` reads
             reached = {key for key in registry.arrived if _has_grad(registry.all[key].tensor)} | returned
         registry.arrived.clear()
+        self.terms.check(roots, reached)
         optimizers = self.optimizers
         if reached and optimizers.live:
             optimizers.reached(reached)

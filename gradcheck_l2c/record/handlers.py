@@ -204,6 +204,7 @@ def on_inplace(mode: Mode, func, args, kwargs):
         if state.taints:
             merged = state.taints.of_args(args, kwargs)
             if merged is not None:
+                state.terms.added(func, args, target)
                 state.taints.set(target, merged)
     return out
 
@@ -226,13 +227,22 @@ def on_autograd_grad(mode: Mode, func, args, kwargs):
     roots = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     state = mode.state
-    grads = _explained(state, func, args, kwargs, roots)
     key_of = state.registry.key_of
-    returned = {key for key, grad in zip(map(key_of, inputs), grads) if key is not None and grad is not None}
     keys = {k for k in map(key_of, inputs) if k is not None}
+    cut = None
+    if not kwargs.get("create_graph") and len(args) < 5 and not called_from(DIFFERENTIATORS, 1):
+        # without create_graph the gradients are constants: what they were computed from is cut here
+        cut = mode.cuts.cut("grad_no_graph", "autograd.grad()", [r for r in roots if isinstance(r, Tensor) and r.requires_grad],
+                            site=user_site(1))
+    grads = _explained(state, func, args, kwargs, roots)
+    if cut is not None:
+        for grad in grads:
+            state.taints.mark(grad, cut)
+    returned = {key for key, grad in zip(map(key_of, inputs), grads) if key is not None and grad is not None}
     state.backwards.ended(roots, keys, sys._getframe(1), returned)
     progress(mode)
     return grads
+
 
 def progress(mode: Mode) -> None:
     callback = getattr(mode, "on_progress", None)

@@ -54,6 +54,7 @@ class Interceptor(TorchFunctionMode):
             return out
         if taints.by_id or taints.numbers:
             taints.propagate(args, kwargs, out)
+            state.terms.added(func, args, out)
         if type(out) is Tensor:
             if not out.requires_grad:
                 # integer and bool results (argmax, comparisons, casts) of inputs with history are cuts;

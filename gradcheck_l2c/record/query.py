@@ -31,6 +31,7 @@ from gradcheck_l2c.record.locations import module_site
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.scope import Clock, Scope
 from gradcheck_l2c.record.taint import TaintStore
+from gradcheck_l2c.record.terms import TermLog
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry, selected
 from gradcheck_l2c.record.writes import WriteLog
@@ -51,6 +52,7 @@ class TraceRecord:
     _writes: WriteLog
     _unregistered: UnregisteredLog
     _ddp: DdpLog
+    _terms: TermLog
 
     # ---- watched tensors --------------------------------------------------------------------
 
@@ -131,6 +133,12 @@ class TraceRecord:
     @property
     def graphs(self) -> list[PendingGraph]:
         return self._backwards.graphs
+
+    @property
+    def dead_terms(self) -> dict[tuple[Site | None, int, Chain], int]:
+        """Loss terms without gradient whose cut tensors the same backward reached otherwise: (where the term
+        was added, the watched key, its chain of cuts) -> how many backwards."""
+        return self._terms.found
 
     @property
     def nonleaf_reads(self) -> list[NonLeafRead]:

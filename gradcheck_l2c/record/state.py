@@ -3,7 +3,7 @@
 Each part has one duty (`watch.py` what is watched, `cuts.py` cuts and taint, `backwards.py` what each
 backward reached, `optimizers.py` the steps, `writes.py` in-place writes and snapshots, `failures.py`
 refused backwards, `unregistered.py` tensors modules hold unregistered, `ddp.py` DistributedDataParallel,
-`scope.py` the thread and the clock). The interceptor and the patches report to the parts; the judge
+`terms.py` loss terms without gradient, `scope.py` the thread and the clock). The interceptor and the patches report to the parts; the judge
 reads them only through `query.TraceRecord`.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ from gradcheck_l2c.record.query import TraceRecord
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock, Scope
 from gradcheck_l2c.record.taint import TaintStore
+from gradcheck_l2c.record.terms import TermLog
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry, WatchSpec
 from gradcheck_l2c.record.writes import WriteLog
@@ -49,8 +50,9 @@ class TraceState:
         self.cuts = CutRecorder(self.registry, self.reach, self.events, self.taints, self.scope)
         self.writes = WriteLog(self.registry, self.reach, self.events)
         self.optimizers = OptimizerLog(self.registry, self.taints, self.events, self.clock)
+        self.terms = TermLog(self.taints)
         self.backwards = BackwardLog(self.registry, self.taints, self.events, self.optimizers, self.cuts,
-                                     self.unregistered, self.clock, self.discover)
+                                     self.unregistered, self.terms, self.clock, self.discover)
         self.failures = FailureRecorder(self.registry, self.taints, self.events, self.writes, self.optimizers,
                                         self.cuts, self.backwards, self.discover)
         self._word_failure = word_failure
@@ -105,4 +107,4 @@ class TraceState:
     def record(self) -> TraceRecord:
         """The read-only view the judge works from."""
         return TraceRecord(self.spec, self.registry, self.events, self.taints, self.clock, self.scope, self.backwards,
-                           self.optimizers, self.writes, self.unregistered, self.ddp)
+                           self.optimizers, self.writes, self.unregistered, self.ddp, self.terms)

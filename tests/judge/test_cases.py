@@ -27,26 +27,11 @@ CASES: list[dict[str, Any]] = json.loads((CASES_DIR / "expected.json").read_text
 #: Cases the tool does not explain yet, with why; strict, so fixing one makes its xfail fail.
 KNOWN_MISSES: dict[str, str] = {
     # Batch 4, first pass (tests/cases/README.md): what the tool said instead.
-    "b4_deriv_loss_no_create_graph":
-        "says all 5 watched tensors got a gradient: the loss term from autograd.grad without create_graph is "
-        "graphless",
-    "b4_iga_penalty_no_create_graph":
-        "says all 4 watched tensors got a gradient: the penalty from autograd.grad without create_graph is "
-        "graphless",
-    "b4_perceptual_probe_detach":
-        "says all 4 watched tensors got a gradient: the perceptual term is built from features detached in a "
-        "forward hook",
     "b4_moe_aux_scaler_discarded":
         "says all 9 watched tensors got a gradient: the aux loss's graph is dropped with the discarded "
         "Function output",
-    "b4_moe_balance_tensor_list":
-        "says all 8 watched tensors got a gradient: the torch.tensor(loss_list) term added to the loss is not "
-        "reported",
     "b4_contrastive_numpy":
         "says all 4 watched tensors got a gradient: the NumPy contrastive term added to the loss is not "
-        "reported",
-    "b4_clip_contrastive_no_grad":
-        "says all 2 watched tensors got a gradient: the contrastive term computed under no_grad is not "
         "reported",
     "b4_quant_scale_replaced":
         "optimizer warning at the optimizer line 26 (defined 15) and unused_parameter error at 12, not the "

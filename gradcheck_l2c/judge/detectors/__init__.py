@@ -4,9 +4,11 @@ A cut detector words one kind of gradient cut (``describe``); a scanner looks at
 once it ends (``scan``). Adding a detector is one file plus one line below.
 """
 from gradcheck_l2c.judge.detectors import (
+    cut_term,
     data_attr,
     ddp_unused,
     detach,
+    grad_no_graph,
     inplace_saved,
     item,
     module_in_forward,
@@ -27,7 +29,7 @@ from gradcheck_l2c.judge.detectors import (
 CUTS = {
     module.KIND: module
     for module in (item, numpy_, tensor_rewrap, detach, data_attr, no_grad, state_dict_reload, new_parameter,
-                   non_differentiable)
+                   non_differentiable, grad_no_graph)
 }
 SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            state_dict_alias, optimizer, untraced_thread)
+            state_dict_alias, optimizer, untraced_thread, cut_term)

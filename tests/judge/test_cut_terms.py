@@ -1,0 +1,145 @@
+"""Loss terms that carry no gradient (`cut_term`) and gradients taken without ``create_graph``
+(`grad_no_graph`): a term of the loss reaches the trained tensors only through a cut while the other terms
+do reach them, so it adds nothing to their update. Cut terms that have a gradient of their own (a GAN's
+discriminator step on a detached fake, an actor-critic's detached advantage, a TD target) stay silent."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+PRELUDE = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+"""
+
+
+def findings(snippet, code: str):
+    script = snippet(PRELUDE + textwrap.dedent(code))
+    return script, script.run().findings
+
+
+def loud(found):
+    return [(f.kind, f.severity, f.line, f.tensor) for f in found if f.severity in ("error", "warning")]
+
+
+@pytest.mark.parametrize(("cut", "term"), [
+    ("penalty = model(x).detach().pow(2).mean()  # <- cut", "loss = F.mse_loss(model(x), y) + penalty  # <- added"),
+    ("penalty = model(x).abs().mean().item()  # <- cut", "loss = F.mse_loss(model(x), y) + 0.1 * penalty  # <- added"),
+    ("penalty = torch.tensor([model(x).abs().mean()])  # <- cut", "loss = F.mse_loss(model(x), y) + penalty.sum()  # <- added"),
+])
+def test_a_dead_term_is_named_at_its_cut_with_the_line_that_added_it(snippet, cut, term):
+    script, found = findings(snippet, f"""
+    for step in range(2):
+        {cut}
+        {term}
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """)
+    terms = [f for f in found if f.kind == "cut_term"]
+    assert {(f.line, f.severity) for f in terms} == {(script.line("cut"), "warning")}
+    assert {f.tensor for f in terms} == {"Linear.weight", "Linear.bias"}
+    assert all({(p.role, p.line) for p in f.related} == {("symptom", script.line("added"))} for f in terms)
+    assert all(f"adds nothing to {f.tensor}'s update" in f.message for f in terms)
+
+
+def test_a_term_built_under_no_grad_is_worded_as_such(snippet):
+    script, found = findings(snippet, """
+    for step in range(2):
+        with torch.no_grad():
+            smooth = model(x).diff(dim=0).abs().mean()  # <- cut
+        loss = F.mse_loss(model(x), y) + smooth
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """)
+    term = next(f for f in found if f.kind == "cut_term")
+    assert term.line == script.line("cut") and "ran with gradients disabled" in term.message
+    assert "no_grad" in term.fix
+
+
+def test_a_gradient_penalty_without_create_graph_is_named_at_autograd_grad(snippet):
+    script, found = findings(snippet, """
+    for step in range(2):
+        xs = x.clone().requires_grad_(True)
+        out = model(xs)
+        grad_x = torch.autograd.grad(out.sum(), xs, retain_graph=True)[0]  # <- grad
+        loss = F.mse_loss(out, y) + (grad_x.norm(dim=1) - 1).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """)
+    terms = [f for f in found if f.kind == "cut_term"]
+    assert {f.line for f in terms} == {script.line("grad")}
+    assert "create_graph=True" in terms[0].fix
+
+
+@pytest.mark.parametrize("code", [
+    # the fixed gradient penalty
+    """
+    for step in range(2):
+        xs = x.clone().requires_grad_(True)
+        out = model(xs)
+        grad_x = torch.autograd.grad(out.sum(), xs, create_graph=True)[0]
+        loss = F.mse_loss(out, y) + (grad_x.norm(dim=1) - 1).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """,
+    # a TD target from the same network under no_grad (semi-gradient Q-learning)
+    """
+    for step in range(2):
+        with torch.no_grad():
+            target = y + 0.9 * model(x)
+        loss = F.mse_loss(model(x), target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """,
+    # an actor-critic's detached advantage: the term has a gradient through the log-probabilities
+    """
+    critic = nn.Linear(4, 1)
+    opt2 = torch.optim.SGD([*model.parameters(), *critic.parameters()], lr=0.1)
+    for step in range(2):
+        value = critic(x)
+        advantage = y - value
+        loss = -(torch.sigmoid(model(x)).log() * advantage.detach()).mean() + advantage.pow(2).mean()
+        opt2.zero_grad()
+        loss.backward()
+        opt2.step()
+    """,
+    # a GAN's discriminator step on a detached fake: D's term has a gradient; G is another optimizer's
+    """
+    D = nn.Linear(1, 1)
+    opt_d = torch.optim.SGD(D.parameters(), lr=0.1)
+    for step in range(2):
+        fake = model(x)
+        d_loss = F.softplus(-D(y)).mean() + F.softplus(D(fake.detach())).mean()
+        opt_d.zero_grad()
+        d_loss.backward()
+        opt_d.step()
+        g_loss = F.softplus(-D(model(x))).mean()
+        opt.zero_grad()
+        g_loss.backward()
+        opt.step()
+    """,
+    # a logged number added to a running total, not to the loss that trains
+    """
+    total = 0.0
+    for step in range(2):
+        loss = F.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        total = total + loss.item()
+    """,
+], ids=["penalty_create_graph", "td_target", "detached_advantage", "gan_d_step", "logged_total"])
+def test_terms_with_a_gradient_of_their_own_stay_silent(snippet, code):
+    _, found = findings(snippet, code)
+    assert loud(found) == []

@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+ECOSYSTEM_INSTALLED := $(VENV)/.installed-ecosystem
 PIP_INSTALL = -m pip install --quiet --disable-pip-version-check
 
 # test-compat: the oldest torch this machine has as a CPU wheel, in a venv of its own.
@@ -16,9 +17,9 @@ COMPAT_DEPS := '.[notebook]' numpy tqdm scikit-learn pytest nbclient nbformat js
 # The wheel test installs its own torch; the notebook and the reference's multi-process runs test the
 # reference, not the tracer, and are the slowest files: they run in `make test` only, to keep CI short.
 COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py \
-	--ignore=tests/reference/test_l2c_distributed.py
+	--ignore=tests/reference/test_l2c_distributed.py --ignore=tests/ecosystem
 
-.PHONY: setup test test-compat demo bench clean graphviz
+.PHONY: setup test test-compat test-ecosystem demo bench clean graphviz
 
 setup: $(INSTALLED) graphviz
 
@@ -27,6 +28,11 @@ $(PY):
 
 $(INSTALLED): $(PY) setup.cfg pyproject.toml requirements.txt
 	$(PY) $(PIP_INSTALL) -r requirements.txt -e '.[test,bench]'
+	touch $@
+
+# The [ecosystem] extra (timm, transformers, Lightning, ...) goes into the dev venv beside its torch.
+$(ECOSYSTEM_INSTALLED): $(INSTALLED) setup.cfg
+	$(PY) $(PIP_INSTALL) -e '.[ecosystem]'
 	touch $@
 
 $(COMPAT_PY):
@@ -42,8 +48,13 @@ graphviz:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
 	  else echo "Graphviz 'dot' is missing; install it with:  sudo apt-get install -y graphviz"; fi; }
 
+# tests/ecosystem needs the [ecosystem] extra and runs in `make test-ecosystem` only.
 test: setup
-	GRADCHECK_L2C_OTHER_TORCH='$(COMPAT_TORCH)' $(PY) -m pytest -q
+	GRADCHECK_L2C_OTHER_TORCH='$(COMPAT_TORCH)' $(PY) -m pytest -q --ignore=tests/ecosystem
+
+# Correct programs on the libraries people train with, and their buggy twins (tests/ecosystem/README.md).
+test-ecosystem: setup $(ECOSYSTEM_INSTALLED)
+	$(PY) -m pytest -q -rx tests/ecosystem
 
 test-compat: $(COMPAT_INSTALLED) graphviz
 	$(COMPAT_PY) -m pytest -q -rs $(COMPAT_SKIP)

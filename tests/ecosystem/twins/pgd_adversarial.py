@@ -1,0 +1,45 @@
+"""Twin of programs/pgd_adversarial.py with one cut: the perturbed input is clamped after
+requires_grad_(), so the tensor whose .grad the attack reads is not a leaf: .grad is None."""
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def pgd_attack(model, x, y, eps=0.1, alpha=0.03, steps=3):
+    x_adv = x.detach() + torch.empty_like(x).uniform_(-eps, eps)
+    x_adv.requires_grad_()
+    for _ in range(steps):
+        x_adv = torch.clamp(x_adv, 0.0, 1.0)  # <- non_leaf_watched
+        loss = F.cross_entropy(model(x_adv), y)
+        model.zero_grad()
+        loss.backward()
+        grad = x_adv.grad
+        x_adv = x_adv.detach() + alpha * torch.sign(grad.detach())
+        x_adv = torch.min(torch.max(x_adv, x - eps), x + eps)
+        x_adv = torch.clamp(x_adv, 0.0, 1.0)
+    return x_adv.detach()
+
+
+def main():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = nn.Sequential(nn.Conv2d(1, 6, 3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 10 * 10, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    for step in range(3):
+        x, y = torch.rand(8, 1, 12, 12), torch.randint(0, 10, (8,))
+        model.eval()
+        x_adv = pgd_attack(model, x, y)
+        model.train()
+        loss = F.cross_entropy(model(x_adv), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(f"step {step} adversarial loss {loss.item():.6f} perturbation {(x_adv - x).abs().max().item():.4f}")
+    if os.environ.get("REALWORLD_STATE"):
+        torch.save(model.state_dict(), os.environ["REALWORLD_STATE"])
+
+
+if __name__ == "__main__":
+    main()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.present.status import StatusLine, sharing_terminal
+from gradcheck_l2c.record.locations import claim_user_code
 from gradcheck_l2c.records import fails
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ class ScriptRunner:
                 self._find_module()
             else:
                 self._find_file()
+        claim_user_code(os.path.dirname(self.filename))
         self._code = _compile_file(self.filename)
 
     def run(self) -> None:

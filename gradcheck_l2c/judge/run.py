@@ -126,8 +126,7 @@ def judge(record: TraceRecord) -> Verdict:
     zero: list[Watched] = []
     unstepped: set[int] = set()  # got gradients, but never when an optimizer stepped it
     for watched in run.watched():
-        tensor = watched.tensor
-        if tensor is not None and not tensor.requires_grad:
+        if not watched.trainable():
             continue
         if not run.expected_or_optimized(watched):
             continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
@@ -143,7 +142,7 @@ def judge(record: TraceRecord) -> Verdict:
         chains = record.missed(watched.key)
         if chains:
             events = ordered_events(chains.keys())
-        elif record.backwards or symptom is not None:
+        elif symptom is not None or (record.backwards and not _bare_leaf(run, watched)):
             events = run.uses(watched)  # cut on the way and never reached a loss
         else:
             events = []
@@ -161,7 +160,7 @@ def judge(record: TraceRecord) -> Verdict:
     graphs = [_captured(run, pending, by_event) for pending in record.graphs]
     named = {finding.tensor for finding in run.findings}
     watched = [WatchedTensor(w.name, w.shape, False if w.key in unstepped else w.got_grad)
-               for w in run.watched() if _trainable(w) and _listed(run, w, named)]
+               for w in run.watched() if w.trainable() and _listed(run, w, named)]
     names = sorted({w.name for w in record.watched()})
     findings = _unique(run.findings)
     findings = apply_suppressions(findings, touched_files(record, findings))
@@ -199,10 +198,12 @@ def _layer(watched: Watched) -> tuple[int, str] | None:
     return watched.owner.ident, watched.owner.attribute.rpartition(".")[0]
 
 
-def _trainable(watched: Watched) -> bool:
-    """Frozen since it was watched (``requires_grad_(False)``): no longer expected to get gradients."""
-    tensor = watched.tensor
-    return tensor is None or tensor.requires_grad
+def _bare_leaf(run: Run, watched: Watched) -> bool:
+    """A tensor the script made with requires_grad=True that no loss reached, no optimizer holds, and whose
+    gradient nobody read: its values were used, maybe cut, but nothing shows a gradient was wanted of them
+    (FGSM's input, skipped before its backward)."""
+    return watched.user_leaf and not watched.explicit and not watched.is_parameter \
+        and not run.optimized_param(watched)
 
 
 def _listed(run: Run, watched: Watched, named: set[str]) -> bool:

@@ -161,6 +161,23 @@ class BackwardLog:
                     reentry.setdefault(id(chain[-1]), []).append(node)
         self.graphs.append(PendingGraph(root, tuple(missing), missing, reentry, signature))
 
+    def assigned(self, tensor: Tensor) -> None:
+        """User code assigned ``tensor.grad``: the gradient arrived, as from a backward."""
+        self.clock.assigned += 1
+        watched = self.registry.get(tensor)
+        if watched is None:
+            return
+        watched.got_grad = True
+        watched.last_reached = self.clock.backwards
+        optimizers = self.optimizers
+        if optimizers.live:
+            optimizers.reached({watched.key})
+        if not watched.ever_grad:
+            watched.ever_grad = True
+            if not optimizers.holding(watched.key):
+                self.taints.settle(watched.key)
+            optimizers.first_gradient(watched)
+
     def grad_read(self, tensor: Tensor, value: Any) -> None:
         """User code read ``.grad``: a None or all-zero value there is a gradient they expected."""
         registry = self.registry

@@ -23,6 +23,7 @@ class EventExtra(TypedDict, total=False):
     symptom: Site | None  # inplace_saved: the backward that failed
     optimizer: str  # inplace_saved: the optimizer whose step wrote in place; optimizer "erased": its class
     size: int  # optimizer "erased": how many parameters it holds
+    step: Site | None  # optimizer "erased": the step() that found no gradient (the event sits at the zero_grad())
     first: str  # optimizer (two optimizers): the class of the optimizer that held the parameter first
     records: tuple[Any, Any]  # optimizer (two optimizers): the two OptimizerRecords
 

@@ -13,7 +13,14 @@ from typing import Any, Callable, Protocol
 import torch
 
 from gradcheck_l2c.record.args import any_requires_grad, op_label, tensors_in
-from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, caller_is_user, library_callers, user_site
+from gradcheck_l2c.record.locations import (
+    DIFFERENTIATORS,
+    called_by_user_past_torch,
+    called_from,
+    caller_is_user,
+    library_callers,
+    user_site,
+)
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import STATE_DICT_LOAD, STATE_DICT_SAVE
@@ -49,6 +56,7 @@ def non_differentiable(mode: Mode, func, args, kwargs, dead: list[Tensor]) -> No
         for out in dead:
             state.taints.set(out, taint)
 
+
 def on_item(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
     tensor = args[0]
@@ -59,6 +67,7 @@ def on_item(mode: Mode, func, args, kwargs):
             return state.taints.tainted_float(out, taint)
     return out
 
+
 def on_scalar(mode: Mode, func, args, kwargs):
     tensor = args[0]
     if tensor.requires_grad:
@@ -66,6 +75,7 @@ def on_scalar(mode: Mode, func, args, kwargs):
                  "__index__": "int()"}.get(func.__name__, func.__name__)
         mode.cuts.cut("item", label, [tensor], site=user_site(1))
     return func(*args, **kwargs)
+
 
 def on_numpy(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
@@ -78,6 +88,7 @@ def on_numpy(mode: Mode, func, args, kwargs):
             state.taints.set(out, taint)
     return out
 
+
 def on_rewrap(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
     data = args[0] if args else kwargs.get("data")
@@ -85,6 +96,7 @@ def on_rewrap(mode: Mode, func, args, kwargs):
         return out  # as_tensor of a tensor returns it unchanged: nothing is cut
     mode.cuts.rewrap(f"torch.{func.__name__}()", data, out, user_site(1), kwargs.get("requires_grad") is True)
     return out
+
 
 def on_detach(mode: Mode, func, args, kwargs):
     tensor = args[0]
@@ -99,9 +111,10 @@ def on_detach(mode: Mode, func, args, kwargs):
         label = "state_dict()" if in_state_dict else f".{func.__name__}()"
         taint = mode.cuts.cut("detach", label, [tensor], site=user_site(1))
         state.taints.mark(out, taint)
-        if in_state_dict and tensor.is_leaf and tensor.requires_grad:
-            mode.writes.snapshot(tensor, out)
+        if in_state_dict and tensor.is_leaf and tensor.requires_grad and called_by_user_past_torch(1):
+            mode.writes.snapshot(tensor, out)  # an installed library's own state_dict() views are its business
     return out
+
 
 def on_data_get(mode: Mode, func, args, kwargs):
     tensor = args[0]
@@ -115,6 +128,7 @@ def on_data_get(mode: Mode, func, args, kwargs):
         state.taints.mark(out, taint)
     return out
 
+
 def on_data_set(mode: Mode, func, args, kwargs):
     target, value = args[0], args[1]
     out = func(*args, **kwargs)
@@ -122,11 +136,21 @@ def on_data_set(mode: Mode, func, args, kwargs):
         mode.cuts.reenter("data_attr", ".data = ...", [value], [target], site=user_site(1))
     return out
 
+
 def on_grad_get(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
     if caller_is_user(2):
         mode.state.backwards.grad_read(args[0], out)
     return out
+
+
+def on_grad_set(mode: Mode, func, args, kwargs):
+    """``p.grad = g`` in user code: a gradient computed another way (``torch.func``, per-sample clipping)."""
+    out = func(*args, **kwargs)
+    if isinstance(args[1], Tensor) and caller_is_user(2):
+        mode.state.backwards.assigned(args[0])
+    return out
+
 
 def on_copy(mode: Mode, func, args, kwargs):
     target = args[0]
@@ -149,14 +173,21 @@ def on_copy(mode: Mode, func, args, kwargs):
         state.taints.mark(out, state.taints.of_args(args, kwargs))
     return out
 
+
 def on_requires_grad(mode: Mode, func, args, kwargs):
     """``a.requires_grad_()`` or ``a.requires_grad = True`` in user code makes a user leaf, as
-    ``requires_grad=True`` at creation."""
+    ``requires_grad=True`` at creation; switched off anywhere (``model.requires_grad_(False)``, a library
+    freezing its own weights) a watched tensor is frozen from now on, as recorded here."""
     out = func(*args, **kwargs)
     tensor = args[0]
+    registry = mode.state.registry
     if tensor.requires_grad and tensor.is_leaf and caller_is_user(2):
-        mode.state.registry.watch_leaf(tensor, user_site(1), user_leaf=True)
+        registry.watch_leaf(tensor, user_site(1), user_leaf=True)
+    watched = registry.get(tensor)
+    if watched is not None:
+        watched.frozen = not tensor.requires_grad
     return out
+
 
 def on_zero_derivative(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
@@ -171,6 +202,7 @@ def on_zero_derivative(mode: Mode, func, args, kwargs):
         state.taints.mark(out, state.taints.of_args(args, kwargs))
     return out
 
+
 def on_conversion(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
     tensor = args[0]
@@ -183,6 +215,7 @@ def on_conversion(mode: Mode, func, args, kwargs):
     elif not _is_grad_enabled() and mode.scope.pid == os.getpid():
         mode.cuts.no_grad_op(func, args, kwargs, out)
     return out
+
 
 def on_inplace(mode: Mode, func, args, kwargs):
     state = mode.state
@@ -208,6 +241,7 @@ def on_inplace(mode: Mode, func, args, kwargs):
                 state.taints.set(target, merged)
     return out
 
+
 def on_backward(mode: Mode, func, args, kwargs):
     roots = _backward_roots(func, args, kwargs)
     inputs = kwargs.get("inputs")
@@ -220,6 +254,7 @@ def on_backward(mode: Mode, func, args, kwargs):
     state.backwards.ended(roots, keys, sys._getframe(1))
     progress(mode)
     return out
+
 
 def on_autograd_grad(mode: Mode, func, args, kwargs):
     outputs = args[0] if args else kwargs["outputs"]
@@ -314,6 +349,7 @@ def handler_table() -> dict[Any, Callable[..., Any]]:
         T.data.__get__: on_data_get,
         T.data.__set__: on_data_set,
         T.grad.__get__: on_grad_get,
+        T.grad.__set__: on_grad_set,
         T.requires_grad_: on_requires_grad,
         T.requires_grad.__set__: on_requires_grad,
         T.backward: on_backward,

@@ -31,8 +31,11 @@ _LIBRARY_DIRS = tuple(
     _directory(path)
     for path in (os.path.dirname(torch.__file__), sysconfig.get_paths()["stdlib"], os.path.dirname(os.__file__))
 )
+#: Installed packages (timm, transformers, Lightning, ...): library code, whose lines are never the one to change.
+_INSTALLED = tuple(f"{os.sep}{folder}{os.sep}" for folder in ("site-packages", "dist-packages"))
 USER, LIBRARY, OWN = 0, 1, 2
 _kinds: dict[str, int] = {}
+_claimed: list[str] = []  # folders of the traced script, user code even inside site-packages
 #: torch code that moves parameters between processes (DDP's broadcasts, buckets, reducer): its
 #: copies and detaches of parameters are no cuts.
 _DISTRIBUTED_DIRS = tuple(_directory(os.path.join(os.path.dirname(torch.__file__), *parts))
@@ -50,12 +53,22 @@ def frame_kind(filename: str) -> int:
             path = os.path.normcase(os.path.realpath(filename))
             if path.startswith(_OWN_DIR):
                 kind = OWN
-            elif path.startswith(_LIBRARY_DIRS) or f"{os.sep}site-packages{os.sep}torch" in path:
+            elif _claimed and path.startswith(tuple(_claimed)):
+                kind = USER
+            elif path.startswith(_LIBRARY_DIRS) or any(folder in path for folder in _INSTALLED):
                 kind = LIBRARY
             else:
                 kind = USER
         _kinds[filename] = kind
     return kind
+
+
+def claim_user_code(folder: str) -> None:
+    """The traced script's folder is user code even where it lies among installed packages."""
+    directory = _directory(folder)
+    if directory not in _claimed:
+        _claimed.append(directory)
+        _kinds.clear()
 
 
 @dataclass(frozen=True)
@@ -138,6 +151,22 @@ def caller_is_user(depth: int = 1) -> bool:
     filename = sys._getframe(depth + 1).f_code.co_filename
     kind = _kinds.get(filename)
     return (kind if kind is not None else frame_kind(filename)) == USER
+
+
+def called_by_user_past_torch(depth: int = 1) -> bool:
+    """Whether the first code above the caller that is neither this tool nor torch is the user's (not an
+    installed library's): who called the torch API that is running now."""
+    frame: FrameType | None = sys._getframe(depth + 1)
+    torch_dir = _LIBRARY_DIRS[0]
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        kind = frame_kind(filename)
+        if kind == USER:
+            return True
+        if kind == LIBRARY and not os.path.normcase(os.path.realpath(filename)).startswith(torch_dir):
+            return False
+        frame = frame.f_back
+    return False
 
 
 def library_callers(depth: int = 1) -> tuple[str, ...]:

@@ -70,7 +70,9 @@ class OptimizerLog:
         self.unstepped: dict[int, set[Chain]] = {}
         self.stepped_keys: set[int] = set()
         self.misses: dict[int, StepMiss] = {}
-        self._last_step: dict[int, int] = {}  # id(optimizer) -> backward calls seen at its last step
+        # id(optimizer) -> (backward calls, assigned gradients) seen at its last step; -> its latest zero_grad()
+        self._last_step: dict[int, tuple[int, int]] = {}
+        self._cleared: dict[int, tuple[Site | None, int, int]] = {}
 
     def record_for(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
         """The record of ``optimizer``, made now if it was built before the trace; its watched
@@ -118,28 +120,35 @@ class OptimizerLog:
                 and not any(record.holds(tensor) for record in self.records):
             self.events.record("optimizer", watched.key, watched.site, "none")
 
-    def step(self, optimizer: Any, site: Site | None) -> None:
+    def cleared(self, optimizer: Any, site: Site | None) -> None:
+        """``optimizer.zero_grad()`` ran at ``site``."""
+        self._cleared[id(optimizer)] = (site, self.clock.backwards, self.clock.assigned)
+
+    def step(self, optimizer: Any, site: Site | None, closure: bool = False) -> None:
         """``optimizer.step()`` is about to run: note the tensors it steps without the gradient a cut kept
-        from them, or, when it finds no gradient at all although backward ran since its last step, that
-        they were erased in between (``zero_grad()`` after ``backward()``)."""
+        from them, or, when it finds no gradient at all although gradients arrived (a backward, or user code
+        assigning ``.grad``) since its last step, that they were erased in between (``zero_grad()`` after
+        ``backward()``). A step given a closure computes its gradients later, inside the closure."""
         record = self.record_for(optimizer, site)
         clock = self.clock
         clock.steps += 1
         record.step_site, record.step_order = site, clock.steps
-        since = self._last_step.get(id(optimizer), 0)
-        self._last_step[id(optimizer)] = clock.backwards
-        if self._stepped(record, site) or clock.backwards == since:
-            return  # a cut explains the missing gradients
+        since, since_assigned = self._last_step.get(id(optimizer), (0, 0))
+        self._last_step[id(optimizer)] = (clock.backwards, clock.assigned)
+        if self._stepped(record, site) or closure or (clock.backwards == since and clock.assigned == since_assigned):
+            return  # a cut explains the missing gradients, the closure will make them, or none arrived
         with functions_off():  # torch's reads, not the user's: no need to intercept them
             params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
             if not params or any(p.grad is not None for p in params):
                 return
         watched = [w for w in map(self.registry.get, params) if w is not None]
-        if not any(w.last_reached > since for w in watched):
+        if not any(w.last_reached > since for w in watched) and clock.assigned == since_assigned:
             return  # they never got gradients: that is told per tensor, not as erased ones
         key = self.registry.key_of(params[0])
-        self.events.record("optimizer", -1 if key is None else key, site, "erased",
-                           optimizer=type(optimizer).__name__, size=len(params))
+        cleared = self._cleared.get(id(optimizer))
+        erased_at = cleared[0] if cleared is not None and cleared[1:] == (clock.backwards, clock.assigned) else site
+        self.events.record("optimizer", -1 if key is None else key, erased_at, "erased",
+                           optimizer=type(optimizer).__name__, size=len(params), step=site)
 
     def _stepped(self, record: OptimizerRecord, site: Site | None) -> bool:
         """Which tensors the step holds got their gradient for it. One that a backward since its previous

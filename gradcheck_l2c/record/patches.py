@@ -55,7 +55,7 @@ class Patches:
             self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
             self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
         self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
-        self._replace(torch.optim.Optimizer, "zero_grad", self._quietly(torch.optim.Optimizer.zero_grad))
+        self._replace(torch.optim.Optimizer, "zero_grad", self._clearing(self._quietly(torch.optim.Optimizer.zero_grad)))
         self._replace(nn.Module, "zero_grad", self._quietly(nn.Module.zero_grad))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
         self._replace(engine_owner, ENGINE_ATTRIBUTE,
@@ -143,7 +143,7 @@ class Patches:
         (which would run user code), let their updates run past the interceptor: nothing there can cut a path."""
         if not self.state.scope.in_trace_thread():
             return
-        self.state.optimizers.step(optimizer, user_site(1))
+        self.state.optimizers.step(optimizer, user_site(1), closure=len(args) > 1 or kwargs.get("closure") is not None)
         self._quiet_steps(type(optimizer))
 
     def _quiet_steps(self, cls: type) -> None:
@@ -154,6 +154,19 @@ class Patches:
         self._quieted.add(cls)
         if _library_step(cls):
             self._replace(cls, "step", self._quietly(cls.__dict__["step"], steps=True))
+
+    def _clearing(self, zero_grad: Callable[..., Any]) -> Callable[..., Any]:
+        """An optimizer's ``zero_grad``, which also notes where it ran (the line that erased the gradients a
+        later ``step()`` finds missing)."""
+        state = self.state
+
+        @functools.wraps(zero_grad)
+        def clearing(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            if state.scope.in_trace_thread():
+                state.optimizers.cleared(optimizer, user_site(1))
+            return zero_grad(optimizer, *args, **kwargs)
+
+        return clearing
 
     def _quietly(self, original: Callable[..., Any], steps: bool = False) -> Callable[..., Any]:
         """``original`` (torch's ``zero_grad``, or a step) with the interceptor quiet: it reads and

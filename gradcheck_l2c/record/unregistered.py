@@ -16,12 +16,15 @@ from gradcheck_l2c.record.watch import WatchRegistry
 
 class Unregistered(NamedTuple):
     """A module attribute that holds what should be registered: ``problem`` is ``tensor`` (requires grad,
-    not a Parameter), ``list``/``tuple``/``dict`` (of Parameters) or ``plain`` (a tensor without grad that
-    user code treated as learnable, its ``symptom`` the line that did)."""
+    not a Parameter), ``list``/``tuple``/``dict`` (of Parameters), ``list of modules``/``tuple of
+    modules``/``dict of modules`` (whose parameters the holder does not register) or ``plain`` (a tensor
+    without grad that user code treated as learnable, its ``symptom`` the line that did). ``keys``: the
+    watched tensors it hides from ``parameters()``."""
 
     site: Site | None
     problem: str
     symptom: Site | None
+    keys: frozenset[int] = frozenset()
 
 
 class UnregisteredLog:
@@ -37,10 +40,11 @@ class UnregisteredLog:
             for attr, value in vars(module).items():
                 if attr.startswith("_") or (owner, attr) in self.found:
                     continue
-                problem = _problem(value)
+                problem = _problem(module, value)
                 if problem is not None:
                     site = _creation_site(registry, value) or module_site(module)
-                    self.found[(owner, attr)] = Unregistered(site, problem, None)
+                    hidden = frozenset(k for k in map(registry.key_of, _held_tensors(value)) if k is not None)
+                    self.found[(owner, attr)] = Unregistered(site, problem, None, hidden)
 
     def plain_attribute(self, registry: WatchRegistry, tensor: torch.Tensor, symptom: Site | None) -> None:
         """A tensor that never required grad was treated as learnable (its ``.grad`` read, or handed to
@@ -55,16 +59,43 @@ class UnregisteredLog:
                         return
 
 
-def _problem(value) -> str | None:
+def _problem(holder: nn.Module, value) -> str | None:
     if isinstance(value, torch.Tensor):
         if not value.requires_grad or isinstance(value, nn.Parameter) or _computed_from_parameters(value):
             return None
         return "tensor"
-    if type(value) in (list, tuple):
-        return type(value).__name__ if any(isinstance(v, nn.Parameter) for v in value) else None
-    if type(value) is dict:
-        return "dict" if any(isinstance(v, nn.Parameter) for v in value.values()) else None
+    if type(value) not in (list, tuple, dict):
+        return None
+    container = type(value).__name__
+    items = _items(value)
+    registered = {id(p) for p in holder.parameters()}
+    if any(isinstance(v, nn.Module) and any(id(p) not in registered for p in v.parameters()) for v in items):
+        return f"{container} of modules"
+    if any(isinstance(v, nn.Parameter) for v in items):
+        return container
     return None
+
+
+def _items(value) -> list:
+    """The items of a list, tuple or dict attribute, and of the lists and dicts among them (one level)."""
+    items = list(value.values() if type(value) is dict else value)
+    for item in list(items):
+        if type(item) in (list, tuple, dict):
+            items.extend(item.values() if type(item) is dict else item)
+    return items
+
+
+def _held_tensors(value) -> list[torch.Tensor]:
+    """The tensors an attribute holds: itself, its items, and the parameters of the modules among them."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    held: list[torch.Tensor] = []
+    for item in _items(value):
+        if isinstance(item, torch.Tensor):
+            held.append(item)
+        elif isinstance(item, nn.Module):
+            held.extend(item.parameters())
+    return held
 
 
 def _computed_from_parameters(tensor: torch.Tensor) -> bool:
@@ -77,9 +108,7 @@ def _computed_from_parameters(tensor: torch.Tensor) -> bool:
 
 def _creation_site(registry: WatchRegistry, value) -> Site | None:
     """Where the tensor (or, for a computed one, the leaf it was computed from) was created."""
-    tensors = [value] if isinstance(value, torch.Tensor) else list(value.values() if isinstance(value, dict)
-                                                                   else value)
-    for tensor in tensors:
+    for tensor in _held_tensors(value):
         if not isinstance(tensor, torch.Tensor):
             continue
         watched = registry.get(tensor)

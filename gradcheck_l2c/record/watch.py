@@ -49,6 +49,7 @@ class Watched:
     grad_read: Site | None = None  # user code read .grad and found None or zeros
     replaced: bool = False  # a torch layer reparametrised it (weight_norm ...): judged through the new leaves
     copied: bool = False  # copy.deepcopy copied it: a template, judged through its copies
+    frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     born: int = 0  # backward calls seen before it was watched
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
@@ -60,6 +61,11 @@ class Watched:
     @property
     def tensor(self) -> torch.Tensor | None:
         return self.ref()
+
+    def trainable(self) -> bool:
+        """Not frozen: by what was recorded when requires_grad changed, or by the tensor while it lives."""
+        tensor = self.ref()
+        return not self.frozen and (tensor is None or tensor.requires_grad)
 
 
 @dataclass

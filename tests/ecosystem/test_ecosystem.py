@@ -40,36 +40,9 @@ _MARK = re.compile(r"#\s*<-\s*(\w+)")
 
 #: Correct programs the current tool still blames, with what it says and why (strict: a fix makes them fail
 #: here, to be moved out). README.md beside this file has the findings in full.
-NOISY: dict[str, str] = {
-    "fgsm_attack": "non_differentiable error at fgsm_attack.py:31 (output.max(1)[1]) for the input leaves made "
-                   "requires_grad and then skipped by `continue` before any backward",
-    "hf_gc_generate": "no_grad errors in transformers/models/llama/modeling_llama.py on the leaf that "
-                      "enable_input_require_grads' forward hook (modeling_utils.py:2154) makes under generate()'s no_grad",
-    "hf_llama_frozen_norm": "unused_parameter errors in modeling_llama.py:59 for RMSNorm weights frozen on purpose: an "
-                            "nn.Parameter made in site-packages counts as the user's own requires_grad=True leaf",
-    "hf_trainer_gc_eval": "no_grad error in transformers/models/bert/modeling_bert.py:102 on the leaf the "
-                          "gradient-checkpointing input hook (modeling_utils.py:2154) makes during evaluate()'s no_grad",
-    "lightning_auto": "optimizer error at lightning/pytorch/plugins/precision/precision.py:123: Adam.step(closure) is judged "
-                      "before its closure runs zero_grad() and backward()",
-    "peft_lora": "no_grad error at modeling_utils.py:2335 (HF init of the padding row), unused_parameter errors for RMSNorm "
-                 "and warnings for every frozen base weight (all in model.parameters() given to AdamW), in site-packages",
-    "peft_trainer_seqcls": "no_grad and unused_parameter errors for every frozen base weight in modeling_roberta.py: "
-                           "Trainer reads p.grad of all parameters (trainer.py:2778), which marks them meant to learn",
-    "timm_ema": "state_dict_alias warning at timm/utils/model_ema.py:315: ModelEmaV3 lerps state_dict() views in place on purpose",
-    "timm_vit_frozen_tokens": "unused_parameter errors at timm/models/vision_transformer.py:876/882 for cls_token and pos_embed "
-                              "frozen on purpose with requires_grad_(False)",
-    "torch_func_per_sample": "detach error at torch_func_per_sample.py:38 and no_grad errors at :19/:20: the gradients "
-                             "arrive through p.grad = ..., never through backward()",
-}
+NOISY: dict[str, str] = {}
 #: Twins whose cut the current tool does not report at the marked line (strict, as NOISY).
-MISSED: dict[str, str] = {
-    "diffusers_text_to_image": "the no_grad is reported inside transformers/models/clip/modeling_clip.py (251, 253, 310, ...), "
-                               "not at the user's text_encoder(...) call under `with torch.no_grad()`",
-    "timm_ema": "the optimizer warning points into timm/optim/_optim_factory.py:342 (inside create_optimizer_v2), not at the "
-                "user's create_optimizer_v2 line",
-    "torch_func_per_sample": "the zero_grad() that erases the assigned p.grad before step() is not reported; only the false "
-                             "detach/no_grad errors of the correct program appear",
-}
+MISSED: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

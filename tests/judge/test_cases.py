@@ -36,12 +36,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b4_quant_scale_replaced":
         "optimizer warning at the optimizer line 26 (defined 15) and unused_parameter error at 12, not the "
         "replacing line 15",
-    "b4_params_in_plain_dict":
-        "optimizer warning at the optimizer line 23 for 'bug.py:13' (defined 13), not non_parameter_tensor at "
-        "13",
-    "b4_layers_in_python_list":
-        "optimizer warning at the optimizer line 23 (defined 11), not non_parameter_tensor at the plain list "
-        "on 11",
     "b4_warmup_lr_zero_first_step":
         "says all 2 watched tensors got a gradient: the step ran with lr 0 and changed nothing",
     "b4_gate_params_frozen":

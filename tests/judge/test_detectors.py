@@ -570,11 +570,12 @@ def test_zero_grad_between_backward_and_step(snippet):
     for step in range(3):
         loss = F.cross_entropy(model(x), y)
         loss.backward()
-        optimizer.zero_grad()
+        optimizer.zero_grad()  # <- erased
         optimizer.step()  # <- step
     """))
-    found = [(f.kind, f.line, f.count, f.severity) for f in buggy.run().findings]
-    assert found == [("optimizer", buggy.line("step"), 3, "error")]
+    findings = buggy.run().findings
+    assert [(f.kind, f.line, f.count, f.severity) for f in findings] == [("optimizer", buggy.line("erased"), 3, "error")]
+    assert [(p.role, p.line) for p in findings[0].related] == [("symptom", buggy.line("step"))]
     fixed = snippet(program("""
     model = nn.Linear(4, 3)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -641,3 +642,47 @@ def test_reading_one_parameters_grad_asks_for_its_whole_layer(snippet):
     assert {(f.kind, f.tensor, f.line) for f in t.findings if f.severity == "error"} == {
         ("no_grad", "Linear.weight", script.line("cut")), ("no_grad", "Linear.bias", script.line("cut"))}
     assert "no finding explains" not in t.report()
+
+
+def test_modules_in_a_plain_list_are_named_at_the_list_and_a_hidden_teacher_is_not(snippet):
+    buggy = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(4, 4), nn.Linear(4, 4)]  # <- list
+            self.head = nn.Linear(4, 3)
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = torch.relu(layer(x))
+            return self.head(x)
+
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    """))
+    assert [(f.kind, f.severity, f.line) for f in problems(buggy.run())] == [
+        ("non_parameter_tensor", "warning", buggy.line("list"))]
+    teacher = snippet(program("""
+    class Student(nn.Module):
+        def __init__(self, teacher):
+            super().__init__()
+            self.teacher = [teacher]  # kept out of parameters() on purpose
+            self.body = nn.Linear(4, 3)
+
+        def forward(self, x):
+            with torch.no_grad():
+                target = self.teacher[0](x).softmax(-1)
+            return F.kl_div(self.body(x).log_softmax(-1), target, reduction="batchmean")
+
+    model = Student(nn.Linear(4, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        optimizer.zero_grad()
+        model(x).backward()
+        optimizer.step()
+    """))
+    assert problems(teacher.run()) == []

@@ -13,7 +13,7 @@ KIND = "non_parameter_tensor"
 
 def scan(run) -> list[Finding]:
     found = []
-    for (owner, attr), (site, problem, symptom) in run.record.unregistered.items():
+    for (owner, attr), (site, problem, symptom, hidden) in run.record.unregistered.items():
         name = f"{owner}.{attr}"
         if not run.wants(name, attr):
             continue
@@ -30,9 +30,15 @@ def scan(run) -> list[Finding]:
             message = (f"{name} is a tensor with requires_grad=True but not an nn.Parameter: "
                        "parameters(), state_dict(), .to() and optimizers do not see it.")
             fix = f"register it: self.{attr} = nn.Parameter(...) (or register_buffer if it should not learn)."
+        elif problem.endswith("of modules"):
+            if not any(run.record.watched_at(key).ever_grad for key in hidden):
+                continue  # kept out of parameters() on purpose (a frozen teacher in a list): nothing it trains
+            message = (f"{name} is a plain {problem}: their parameters are not registered, so parameters(), "
+                       "state_dict(), .to() and optimizers do not see them; they get gradients but never learn.")
+            fix = f"use nn.ModuleList / nn.ModuleDict for self.{attr}."
         else:
             message = (f"{name} is a plain {problem} of Parameters: they are not registered, "
                        "so parameters(), state_dict(), .to() and optimizers do not see them.")
-            fix = f"use nn.ParameterList / nn.ParameterDict for self.{attr}."
+            fix = f"use nn.ParameterList / nn.ParameterDict for self.{attr} (nested: nn.ModuleDict of them)."
         found.append(run.finding(KIND, "warning", name, site, message, fix))
     return found

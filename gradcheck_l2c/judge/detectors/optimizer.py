@@ -20,11 +20,11 @@ def scan(run) -> list[Finding]:
             optimizer = event.extra["optimizer"]
             found.append(run.finding(
                 KIND, "error", f"{optimizer} ({event.extra['size']} parameters)", event.site,
-                f"{optimizer}.step() found no gradient on any of its parameters although backward() ran since "
+                f"{optimizer}.step() found no gradient on any of its parameters although gradients arrived since "
                 "the previous step: they were erased in between, so this step changes nothing.",
-                "call optimizer.zero_grad() before loss.backward() (or right after step()), never between "
-                "backward() and step().",
-                event.count,
+                "call optimizer.zero_grad() before the gradients are made (before loss.backward(), or before "
+                "assigning .grad), or right after step(); never between them and step().",
+                event.count, related={"symptom": event.extra.get("step")},
             ))
             continue
         if event.key not in run.keys:
@@ -35,6 +35,8 @@ def scan(run) -> list[Finding]:
             tensor = watched.tensor
             if watched.optimized or (tensor is not None and any(r.holds(tensor) for r in record.optimizers)):
                 continue  # an optimizer built later took it
+            if any(event.key in hidden.keys for hidden in record.unregistered.values()):
+                continue  # no module registers it: that (non_parameter_tensor) is the line to change
             meant = _meant_for(run, name)
             message, fix = _none(run, watched, meant)
             found.append(run.finding(KIND, "warning", name, meant.site if meant else event.site, message, fix,

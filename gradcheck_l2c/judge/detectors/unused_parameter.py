@@ -14,10 +14,9 @@ def scan(run) -> list[Finding]:
     found = []
     told = {f.tensor for f in run.findings if f.kind == "ddp_unused"}  # DDP's unused parameters, explained
     for watched in run.watched():
-        tensor = watched.tensor
         if watched.ever_grad or record.missed(watched.key) is not None or watched.name in told:
             continue
-        if tensor is not None and not tensor.requires_grad:
+        if not watched.trainable():
             continue
         expected = run.expected(watched)
         if not run.expected_or_optimized(watched) or watched.born >= record.backwards:

@@ -7,9 +7,6 @@ cut; these facts let the judge name the parameters DDP waits for by module path,
 """
 from __future__ import annotations
 
-import functools
-import inspect
-import os
 import re
 import weakref
 from dataclasses import dataclass, field
@@ -18,7 +15,7 @@ from typing import Any, Callable
 from torch import nn
 from torch.nn.modules import module as module_hooks
 
-from gradcheck_l2c.record.locations import Site, user_site
+from gradcheck_l2c.record.locations import Site, forward_site, user_site
 
 #: The starts of DDP's errors about parameters that got no gradient in an iteration.
 UNUSED_ERRORS = ("Expected to have finished reduction in the prior iteration",
@@ -90,7 +87,7 @@ class DdpLog:
         for module in model.modules():
             path, parent = paths[id(module)], parents.get(id(module))
             keys = tuple(k for k in map(key_of, module.parameters(recurse=False)) if k is not None)
-            modules[path] = DdpModule(path, type(module).__name__, parent, _forward_site(type(module)), keys)
+            modules[path] = DdpModule(path, type(module).__name__, parent, forward_site(type(module), user_only=False), keys)
             owners.update((key, path) for key in keys)
         record = DdpRecord(weakref.ref(ddp), [key_of(p) for p in params],
                            {n: k for n, k in ((n, key_of(p)) for n, p in model.named_parameters()) if k is not None},
@@ -167,15 +164,3 @@ class DdpLog:
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
-
-
-@functools.lru_cache(maxsize=256)
-def _forward_site(cls: type) -> Site | None:
-    """Where a module class defines ``forward`` (once per class: models repeat few classes)."""
-    try:
-        function = inspect.unwrap(cls.forward)
-        file = inspect.getsourcefile(function)
-        line = inspect.getsourcelines(function)[1]
-    except (OSError, TypeError):
-        return None
-    return Site(os.path.abspath(file), line) if file else None

@@ -6,6 +6,7 @@ never at ``torch/nn/modules/module.py``.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import os
@@ -69,6 +70,7 @@ def claim_user_code(folder: str) -> None:
     if directory not in _claimed:
         _claimed.append(directory)
         _kinds.clear()
+        forward_site.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,24 @@ def module_site(module: Any) -> Site | None:
     try:
         file = inspect.getsourcefile(type(module))
         _, line = inspect.getsourcelines(type(module))
+    except (OSError, TypeError):
+        return None
+    return Site(os.path.abspath(file), line) if file else None
+
+
+@functools.lru_cache(maxsize=256)
+def forward_site(cls: type, user_only: bool = True) -> Site | None:
+    """Where a module class defines ``forward``: only for classes of user code (their parameters are judged
+    by it), or, not ``user_only``, wherever it is (DDP's report names torch's own modules as well)."""
+    if user_only:
+        code = getattr(getattr(cls, "forward", None), "__code__", None)
+        if code is None or frame_kind(code.co_filename) != USER:
+            return None
+        return Site(os.path.abspath(code.co_filename), code.co_firstlineno)
+    try:
+        function = inspect.unwrap(cls.forward)
+        file = inspect.getsourcefile(function)
+        line = inspect.getsourcelines(function)[1]
     except (OSError, TypeError):
         return None
     return Site(os.path.abspath(file), line) if file else None

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.locations import forward_site
 from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
 
@@ -59,7 +59,7 @@ def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
         params = [registry.get(p) for p in module.parameters(recurse=False)]
         keys = tuple(w.key for w in map(registry.get, module.parameters()) if w is not None)
         parent = modules.get(prefix.rpartition(".")[0]) if prefix else None
-        forwards = (forward_site(module), forward_site(parent) if parent is not None else None)
+        forwards = (forward_site(type(module)), forward_site(type(parent)) if parent is not None else None)
         for watched in params:
             if watched is not None:
                 watched.siblings, watched.forwards, watched.holder = keys, forwards, type(module).__name__
@@ -73,14 +73,6 @@ def _fallback_name(watched: Watched) -> str:
     if watched.site is not None:
         return f"{os.path.basename(watched.site.file)}:{watched.site.line}"
     return f"tensor#{watched.key}"
-
-
-def forward_site(module: nn.Module) -> Site | None:
-    """Where the ``forward`` of a module class the user wrote starts (None for torch's own modules)."""
-    code = getattr(getattr(type(module), "forward", None), "__code__", None)
-    if code is None or frame_kind(code.co_filename) != USER:
-        return None
-    return Site(os.path.abspath(code.co_filename), code.co_firstlineno)
 
 
 def name_variables(registry: WatchRegistry, variables: dict[str, Any], limit: int = 64) -> None:

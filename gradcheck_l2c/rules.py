@@ -92,6 +92,14 @@ RULES: tuple[Rule, ...] = (
          "unused in every iteration.",
          "Use the parameter in forward so its output reaches the loss, or delete it; freeze it with "
          "requires_grad_(False) before DDP(...); find_unused_parameters=True is the costly last resort."),
+    Rule("GC021", "autograd_error", ("error",), True, "autograd error",
+         "PyTorch refused a backward, autograd.grad or an op for the graph's sake (a graph freed by an earlier "
+         "backward, a non-scalar loss, an in-place write into a leaf, an inference tensor saved for backward, a "
+         "custom backward's wrong gradients, deepcopy of a tensor with history), and no other finding names the "
+         "cause; reported even when the script caught the error.",
+         "Change the line named: .detach() a value carried across iterations, reduce the loss with .mean(), "
+         "update leaves under torch.no_grad(), use no_grad instead of inference_mode, return one gradient per "
+         "forward input."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",
          "Remove the comment, or name the code it should silence."),

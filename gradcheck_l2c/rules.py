@@ -99,6 +99,14 @@ RULES: tuple[Rule, ...] = (
          "A term of the loss carries no gradient: it is computed from tensors the other terms train, but only "
          "through a cut, so it adds nothing to their update.",
          "Compute the term from the tensors themselves (drop the cut), or leave the term out of the loss."),
+    Rule("GC021", "autograd_error", ("error",), True, "autograd error",
+         "PyTorch refused a backward, autograd.grad or an op for the graph's sake (a graph freed by an earlier "
+         "backward, a non-scalar loss, an in-place write into a leaf, an inference tensor saved for backward, a "
+         "custom backward's wrong gradients, deepcopy of a tensor with history), and no other finding names the "
+         "cause; reported even when the script caught the error.",
+         "Change the line named: .detach() a value carried across iterations, reduce the loss with .mean(), "
+         "update leaves under torch.no_grad(), use no_grad instead of inference_mode, return one gradient per "
+         "forward input."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",
          "Remove the comment, or name the code it should silence."),

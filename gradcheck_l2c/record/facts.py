@@ -1,6 +1,7 @@
 """The types of the facts the record stage hands the judge: the one vocabulary both stages share."""
 from __future__ import annotations
 
+from gradcheck_l2c.record.autograd_errors import AutogradError
 from gradcheck_l2c.record.backwards import NonLeafRead, PendingGraph
 from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
 from gradcheck_l2c.record.events import Event, EventExtra
@@ -13,7 +14,7 @@ from gradcheck_l2c.record.watch import Owner, Watched, WatchSpec
 from gradcheck_l2c.record.writes import InplaceNote
 
 __all__ = [
-    "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "Graphless",
+    "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "Graphless",
     "InplaceNote", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site", "StaleSaved", "StepMiss",
     "Taint", "Unregistered", "WatchSpec", "Watched",
 ]

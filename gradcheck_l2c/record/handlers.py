@@ -316,7 +316,9 @@ def _explained(state: TraceState, func, args, kwargs, roots: list[Tensor]) -> An
     try:
         return func(*args, **kwargs)
     except RuntimeError as error:
-        state.backward_failed(error, roots, user_site(2))
+        inputs = (args[1] if len(args) > 1 else kwargs.get("inputs")) if func is torch.autograd.grad \
+            else kwargs.get("inputs")
+        state.backward_failed(error, roots, user_site(2), inputs)
         raise
 
 

@@ -14,12 +14,19 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from gradcheck_l2c.record.args import requires_grad_in
-from gradcheck_l2c.record.handlers import handler_table, non_differentiable, remember_site
+from gradcheck_l2c.record.handlers import (
+    handler_table,
+    non_differentiable,
+    on_autograd_grad,
+    on_backward,
+    remember_site,
+)
 from gradcheck_l2c.record.locations import caller_is_user, user_site
 from gradcheck_l2c.record.state import TraceState
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
+_BACKWARDS = (on_backward, on_autograd_grad)
 
 
 class Interceptor(TorchFunctionMode):
@@ -31,6 +38,7 @@ class Interceptor(TorchFunctionMode):
         self.scope, self.writes, self.cuts = state.scope, state.writes, state.cuts
         self.handlers: dict[Any, Callable[..., Any]] = handler_table()  # func -> handlers.on_*
         self.user_leaves = state.registry.user_leaves
+        self.origins = state.origins
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -39,18 +47,26 @@ class Interceptor(TorchFunctionMode):
         if scope.quiet:
             return func(*args, **kwargs)
         handler = self.handlers.get(func)
-        if handler is not None:
-            return handler(self, func, args, kwargs)
-        out = func(*args, **kwargs)
         state = self.state
+        try:
+            if handler is not None:
+                return handler(self, func, args, kwargs)
+            out = func(*args, **kwargs)
+        except RuntimeError as error:
+            if handler not in _BACKWARDS:  # those were recorded as refused backwards
+                state.op_failed(error, func, args, kwargs)
+            raise
         if self.writes.snapshots:
             self.writes.check_snapshots(func, args)
         taints = state.taints
+        origins = self.origins
         if not _is_grad_enabled():
             if requires_grad_in(args, kwargs) and scope.pid == os.getpid():
                 self.cuts.no_grad_op(func, args, kwargs, out)
             elif taints.by_id or taints.numbers:
                 taints.propagate(args, kwargs, out)
+            if origins.recording:
+                origins.made_without_grad(out)
             return out
         if taints.by_id or taints.numbers:
             taints.propagate(args, kwargs, out)
@@ -65,11 +81,15 @@ class Interceptor(TorchFunctionMode):
                 # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
                 if out.grad_fn is not None:
                     remember_site(out, scope.module_path)
+            if origins.recording and out.requires_grad:
+                origins.made(out)  # the first iteration: the line, for autograd's errors
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf and caller_is_user(1):
                 state.registry.watch_leaf(out, user_site(1), user_leaf=True)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
             dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
             if dead and len(dead) < len(out):
                 non_differentiable(self, func, args, kwargs, dead)
+            if origins.recording and len(dead) < len(out):
+                origins.made(out)
         return out
 

@@ -128,6 +128,31 @@ def user_site(depth: int = 1) -> Site | None:
     return Site(absolute, frame.f_lineno, _column(frame))
 
 
+#: One user frame of a stack: its identity while it runs, its code, and the line it was at.
+StackEntry = tuple[int, CodeType, Site]
+
+
+def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
+    """Every user frame above the caller, innermost first, with the line each was at: where a value was
+    made in each function on the way (the one in a frame still running later is the line to show there)."""
+    frame: FrameType | None = sys._getframe(depth + 1)
+    found = []
+    kinds = _kinds
+    while frame is not None:
+        code = frame.f_code
+        filename = code.co_filename
+        kind = kinds.get(filename)
+        if kind is None:
+            kind = frame_kind(filename)
+        if kind == USER:
+            absolute = _absolute.get(filename)
+            if absolute is None:
+                absolute = _absolute[filename] = filename if filename.startswith("<") else os.path.abspath(filename)
+            found.append((id(frame), code, Site(absolute, frame.f_lineno, _column(frame))))
+        frame = frame.f_back
+    return tuple(found)
+
+
 _positions: dict[CodeType, list[tuple[int | None, int | None, int | None, int | None]]] = {}
 
 

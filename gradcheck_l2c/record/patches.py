@@ -59,7 +59,8 @@ class Patches:
         self._replace(nn.Module, "zero_grad", self._quietly(nn.Module.zero_grad))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
         self._replace(engine_owner, ENGINE_ATTRIBUTE,
-                      wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope))
+                      wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope,
+                                              self.state.origins.backward_ran))
         self._replace(nn.Parameter, "__new__", staticmethod(wrappers.parameter_new(self.state, nn.Parameter.__new__)))
         self._replace(nn.Module, "__setattr__", wrappers.module_setattr(self.state, nn.Module.__setattr__))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.autograd_errors import ErrorRecorder
 from gradcheck_l2c.record.backwards import BackwardLog
 from gradcheck_l2c.record.ddp import DdpLog
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.facts import (
+    AutogradError,
     Chain,
     DdpRecord,
     Event,
@@ -53,6 +55,7 @@ class TraceRecord:
     _unregistered: UnregisteredLog
     _ddp: DdpLog
     _terms: TermLog
+    _errors: ErrorRecorder
 
     # ---- watched tensors --------------------------------------------------------------------
 
@@ -129,6 +132,11 @@ class TraceRecord:
     def graphless(self) -> list[Site | None]:
         """Backward calls that raised because nothing in their loss required grad."""
         return self._backwards.graphless
+
+    @property
+    def autograd_errors(self) -> list[AutogradError]:
+        """Autograd's own errors, in the order first raised (a script that caught one and went on included)."""
+        return list(self._errors.errors.values())
 
     @property
     def graphs(self) -> list[PendingGraph]:

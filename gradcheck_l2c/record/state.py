@@ -3,8 +3,9 @@
 Each part has one duty (`watch.py` what is watched, `cuts.py` cuts and taint, `backwards.py` what each
 backward reached, `optimizers.py` the steps, `writes.py` in-place writes and snapshots, `failures.py`
 refused backwards, `unregistered.py` tensors modules hold unregistered, `ddp.py` DistributedDataParallel,
-`terms.py` loss terms without gradient, `scope.py` the thread and the clock). The interceptor and the patches report to the parts; the judge
-reads them only through `query.TraceRecord`.
+`terms.py` loss terms without gradient, `scope.py` the thread and the clock, `origins.py` the lines that made
+early autograd nodes, `autograd_errors.py` autograd's own errors). The interceptor and the patches report to
+the parts; the judge reads them only through `query.TraceRecord`.
 """
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from typing import Any, Callable
 
 import torch
 
+from gradcheck_l2c.record.autograd_errors import AutogradError, ErrorRecorder
 from gradcheck_l2c.record.backwards import BackwardLog
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.ddp import DdpLog
 from gradcheck_l2c.record.discovery import discover
 from gradcheck_l2c.record.events import EventLog
-from gradcheck_l2c.record.failures import BackwardFailure, FailureRecorder
+from gradcheck_l2c.record.failures import FailureRecorder
 from gradcheck_l2c.record.locations import Site, attribute_site
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.optimizers import OptimizerLog
+from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.query import TraceRecord
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock, Scope
@@ -30,8 +33,8 @@ from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry, WatchSpec
 from gradcheck_l2c.record.writes import WriteLog
 
-#: Words a refused backward's facts as the note added to PyTorch's error (the judge's, given by the front door).
-FailureWording = Callable[[BackwardFailure], "str | None"]
+#: Words an autograd error's facts as the note added to PyTorch's error (the judge's, given by the front door).
+FailureWording = Callable[[AutogradError], "str | None"]
 
 
 class TraceState:
@@ -55,6 +58,8 @@ class TraceState:
                                      self.unregistered, self.terms, self.clock, self.discover)
         self.failures = FailureRecorder(self.registry, self.taints, self.events, self.writes, self.optimizers,
                                         self.cuts, self.backwards, self.discover)
+        self.origins = Origins()
+        self.errors = ErrorRecorder(self.registry, self.origins)
         self._word_failure = word_failure
 
     def watch_requested(self) -> None:
@@ -76,13 +81,22 @@ class TraceState:
         """Learn modules and variable names from the user frames on the stack."""
         discover(self.registry, self.unregistered, frame)
 
-    def backward_failed(self, error: RuntimeError, roots: list[torch.Tensor], site: Site | None) -> None:
+    def backward_failed(self, error: RuntimeError, roots: list[torch.Tensor], site: Site | None,
+                        inputs: Any = None) -> None:
         """PyTorch refused the backward called at ``site``: record why, and add the judge's words to its error
-        (its type and traceback stay the same)."""
+        (its type and traceback stay the same). ``inputs``: what an autograd.grad differentiated."""
         self.ddp.error(error, site)
         failure = self.failures.failed(error, roots)
-        note = self._word_failure(failure) if failure is not None and self._word_failure is not None else None
-        if note:
+        self._note(error, self.errors.backward(error, roots, site, failure, inputs))
+
+    def op_failed(self, error: RuntimeError, func: Any, args: tuple, kwargs: dict) -> None:
+        """An op raised: record it if it is one of autograd's errors (an in-place write into a leaf, an
+        inference tensor saved for backward, deepcopy of a tensor with history), and add the judge's words."""
+        self._note(error, self.errors.op(error, func, args, kwargs))
+
+    def _note(self, error: RuntimeError, fact: AutogradError | None) -> None:
+        note = self._word_failure(fact) if fact is not None and self._word_failure is not None else None
+        if note and note not in getattr(error, "__notes__", ()):
             error.add_note(note)
 
     def resolve_names(self) -> None:
@@ -107,4 +121,4 @@ class TraceState:
     def record(self) -> TraceRecord:
         """The read-only view the judge works from."""
         return TraceRecord(self.spec, self.registry, self.events, self.taints, self.clock, self.scope, self.backwards,
-                           self.optimizers, self.writes, self.unregistered, self.ddp, self.terms)
+                           self.optimizers, self.writes, self.unregistered, self.ddp, self.terms, self.errors)

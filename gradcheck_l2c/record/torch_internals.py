@@ -31,6 +31,10 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_load_from_state_dict": "on the stack: a copy_ is a load_state_dict() write",
     "_apply": "on the stack: .to()/.half() writes results back into the same parameters",
     "_call_impl": "on the stack: a module's forward is running",
+    "_sequence_nr": "the order autograd nodes were made in: a node made before the last backward that freed its graph "
+                    "belongs to that freed graph (\"backward through the graph a second time\")",
+    "_forward_cls": "the autograd.Function class behind a custom backward node, whose backward returned the wrong "
+                    "gradients",
 }
 
 #: Switches torch-function modes off while it is entered: the tool's own reads are not the user's.
@@ -53,6 +57,19 @@ def mode_stack() -> list[Any]:
 def version(tensor: torch.Tensor) -> int:
     """The tensor's in-place write counter."""
     return tensor._version
+
+
+def sequence_nr(node: Any) -> int | None:
+    """The order in which autograd made ``node`` (per thread); None where torch does not tell."""
+    try:
+        return node._sequence_nr()
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def function_class(node: Any) -> Any:
+    """The ``autograd.Function`` subclass whose backward a custom node runs, or None for torch's own nodes."""
+    return getattr(type(node), "_forward_cls", None)
 
 
 def own_parameters(module: torch.nn.Module) -> dict[str, Any]:

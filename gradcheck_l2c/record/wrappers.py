@@ -125,17 +125,25 @@ def variable(state: TraceState, original: type) -> type:
 class CountingEngine:
     """Stands in for autograd's engine (``Variable._execution_engine``, through which every
     ``backward`` and ``autograd.grad`` runs): counts the passes started by threads the trace does
-    not cover, and otherwise forwards everything unchanged."""
+    not cover, tells the trace which graph each of its own passes freed, and otherwise forwards
+    everything unchanged."""
 
-    def __init__(self, engine: Any, scope: Scope) -> None:
+    def __init__(self, engine: Any, scope: Scope, ran: Callable[[Any, bool], None] | None = None) -> None:
         self._engine = engine
         self._scope = scope
+        self._ran = ran  # told, in the traced thread, of each backward that returned: its roots, keep_graph
 
     def run_backward(self, *args: Any, **kwargs: Any) -> Any:
         scope = self._scope
-        if not scope.in_trace_thread() and scope.in_trace_process():
-            scope.untraced_backward(threading.current_thread().name, user_site(1))
-        return self._engine.run_backward(*args, **kwargs)
+        if not scope.in_trace_thread():
+            if scope.in_trace_process():
+                scope.untraced_backward(threading.current_thread().name, user_site(1))
+            return self._engine.run_backward(*args, **kwargs)
+        out = self._engine.run_backward(*args, **kwargs)
+        if self._ran is not None:
+            self._ran(args[0] if args else kwargs.get("tensors"),
+                      bool(args[2] if len(args) > 2 else kwargs.get("keep_graph", False)))
+        return out
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)

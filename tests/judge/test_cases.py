@@ -40,29 +40,9 @@ KNOWN_MISSES: dict[str, str] = {
         "says all 2 watched tensors got a gradient: the step ran with lr 0 and changed nothing",
     "b4_gate_params_frozen":
         "says all 2 watched tensors got a gradient: Parameters made with requires_grad=False are not watched",
-    "b4_rnn_hidden_not_detached":
-        "backward raised 'backward through the graph a second time'; says all 6 watched tensors got a "
-        "gradient, no finding",
-    "b4_manual_update_leaf_inplace":
-        "the in-place update of a leaf raised; says the watched tensor got a gradient, no finding",
-    "b4_fold_bn_weight_slice_assign":
-        "the slice assignment into a parameter raised; says no backward reached the 5 watched tensors, no "
-        "finding",
-    "b4_custom_function_missing_grad":
-        "backward raised 'incorrect number of gradients'; says no backward reached the 4 watched tensors, no "
-        "finding",
-    "b4_deepcopy_cached_activation":
-        "deepcopy raised on the non-leaf kept on self.exp; says no backward reached the 8 watched tensors, no "
-        "finding",
-    "b4_inference_mode_backbone":
-        "the head's forward raised 'Inference tensors cannot be saved'; says no backward reached the 4 "
-        "watched tensors",
     "b4_attack_under_no_grad":
         "no_grad error at line 13 inside the attack (tensor delta), not at the call under the caller's "
         "no_grad on 30",
-    "b4_rank_loss_not_scalar":
-        "backward raised 'grad can be implicitly created only for scalar outputs'; says no backward reached "
-        "the 6 tensors",
     "b4_checkpoint_lora_reentrant":
         "unused_parameter errors at the LoRA definitions 15/16 ('never took part'), not no_grad at the "
         "checkpoint on 42",

@@ -4,6 +4,7 @@ A cut detector words one kind of gradient cut (``describe``); a scanner looks at
 once it ends (``scan``). Adding a detector is one file plus one line below.
 """
 from gradcheck_l2c.judge.detectors import (
+    autograd_error,
     cut_term,
     data_attr,
     ddp_unused,
@@ -32,4 +33,4 @@ CUTS = {
                    non_differentiable, grad_no_graph)
 }
 SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            state_dict_alias, optimizer, untraced_thread, cut_term)
+            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term)

@@ -1,0 +1,223 @@
+"""`autograd_error`: PyTorch refused a backward (or an op, for the graph's sake), and no other finding says why.
+
+Every RuntimeError a traced ``backward()``/``torch.autograd.grad()`` raised is a fact of the record, kept
+even when the script caught it; so are the autograd errors ops raise in forward (an in-place write into a
+leaf, an inference tensor saved for backward, ``deepcopy`` of a tensor with history). Each becomes one
+error at the line to change when the run's facts name it (the line that made the value an earlier
+backward freed, the non-scalar loss, the inference tensor, the ``return`` of a custom backward, the
+attribute that keeps a graph tensor), with PyTorch's call as the symptom; refusals another finding
+already explains (`inplace_saved`, the cuts of a graphless loss, DDP's unused parameters) are left to it.
+"""
+from __future__ import annotations
+
+from gradcheck_l2c.record.facts import AutogradError, Graphless, Site, StaleSaved
+from gradcheck_l2c.records import Finding
+
+KIND = "autograd_error"
+_SAYS = "PyTorch: "
+
+
+def scan(run) -> list[Finding]:
+    found = []
+    for fact in run.record.autograd_errors:
+        if _explained(run, fact):
+            continue
+        name = run.name(fact.key) if fact.key is not None else fact.subject
+        message, fix = words(fact, name)
+        found.append(run.finding(KIND, "error", name, fact.cause or fact.call, message, fix, fact.count,
+                                 related={"symptom": fact.call, "defined": fact.detail.get("inner")}))
+    return found
+
+
+def note(fact: AutogradError) -> str | None:
+    """The note added to PyTorch's error: the line to change, what happened there, and the fix."""
+    if fact.category in ("ddp", "other", "graphless", "inplace_saved"):
+        return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
+    message, fix = words(fact, fact.subject)
+    place = fact.cause or fact.call
+    return f"gradcheck-l2c: {place}: {message}\n  fix: {fix}" if place is not None else \
+        f"gradcheck-l2c: {message}\n  fix: {fix}"
+
+
+def _explained(run, fact: AutogradError) -> bool:
+    """Another finding names this refusal's cause: the in-place write a saved tensor was changed by, the
+    cuts that left a loss without graph, DDP's waiting for an unused parameter."""
+    failure = fact.failure
+    if fact.category == "ddp":
+        return True
+    if isinstance(failure, StaleSaved) and failure.writer is not None:
+        return True
+    if fact.category not in ("graphless", "inplace_saved"):
+        return False
+    sites = {(site.file, site.line) for site, *_ in failure.cuts if site is not None} \
+        if isinstance(failure, Graphless) else set()
+    call = (fact.call.file, fact.call.line) if fact.call is not None else None
+    return any(f.severity == "error" and f.kind != KIND and ((f.file, f.line) in sites or any(
+        place.role == "symptom" and (place.file, place.line) == call for place in f.related)) for f in run.findings)
+
+
+def words(fact: AutogradError, name: str) -> tuple[str, str]:
+    """What happened, in one sentence with why it matters, and the change to make at the finding's line."""
+    said = f' ({_SAYS}"{_sentence(fact.message)}")'
+    call = f" at {fact.call}" if fact.call is not None else ""
+    wording = _WORDING.get(fact.category, _other)
+    return wording(fact, name, call, said)
+
+
+def _freed_graph(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    freed_by = fact.detail.get("freed_by")
+    earlier = f"an earlier backward() (at {freed_by})" if isinstance(freed_by, Site) else "an earlier backward()"
+    if fact.cause is None:
+        return (f"backward(){call} reached a graph that {earlier} had already freed: a value computed before "
+                f"that backward is used again, so its old graph would be backpropagated through twice{said}.",
+                "find the value that outlives its iteration (a hidden state, a running total, a tensor computed "
+                "once before the loop) and .detach() it where it is carried over, or compute it anew each "
+                "iteration; pass retain_graph=True to the earlier backward() only if both must backpropagate "
+                "through it.")
+    if fact.detail.get("root"):
+        return (f"backward(){call} runs through the graph of the value made on this line a second time: "
+                f"{earlier} already backpropagated through it and freed it{said}.",
+                "compute the value again before the second backward(), or pass retain_graph=True to the first "
+                "backward() if both must run through this graph.")
+    node = fact.detail.get("node", "a node")
+    inner = fact.detail.get("inner")
+    made = f"the value this line computes (at {inner})" if isinstance(inner, Site) else "the value made on this line"
+    return (f"{made} is used again after {earlier} backpropagated through it and freed its "
+            f"graph: it carries that freed graph ({node}) into the computation of backward(){call}, which "
+            f"reached it a second time{said}.",
+            "cut it from its old graph where it is reused: .detach() the value made here before the next "
+            "iteration (or the other loss) uses it, or compute it anew; pass retain_graph=True to the earlier "
+            "backward() only if both backward passes must go through that graph.")
+
+
+def _non_scalar(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    what = "the value made on this line" if fact.cause is not None else f"`{name}`"
+    dtype = str(fact.detail.get("dtype", ""))
+    if dtype and not any(word in dtype for word in ("float", "double", "half", "bfloat")):
+        return (f"backward(){call} was called on {what}, which holds {dtype} values: a gradient needs floating "
+                f"point numbers{said}.",
+                "compute the loss in floating point (from the model's float outputs, or .float() the inputs of "
+                "the loss), not from integer or boolean values.")
+    shape = tuple(fact.detail.get("shape", ()))
+    size = 1
+    for dim in shape:
+        size *= dim
+    held = f"has shape {shape} ({size} values)" if shape else "has more than one value"
+    where = "on this line" if fact.cause is not None else f"where it is made, or call {name}.mean().backward()"
+    return (f"{what} {held}, and backward(){call} was called on it without a gradient argument; backward starts "
+            f"from a single value (the loss){said}.",
+            f"reduce it to one value {where} (.mean() or .sum() over the batch), or pass "
+            "gradient=torch.ones_like(...) to backward() if the sum of its values is meant.")
+
+
+def _inplace_leaf(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    op = fact.detail.get("op", "an in-place op")
+    view = " (through a view of it)" if fact.detail.get("view") else ""
+    if fact.detail.get("has_grad"):
+        fix = (f"run the update under `with torch.no_grad():` (as optimizer.step() does), so autograd does not "
+               f"record it; or let an optimizer update {name}.")
+    else:
+        fix = ("write under `with torch.no_grad():` (as nn.init and optimizer.step() do), so autograd does not "
+               "record it; if the change should be differentiated, build a new tensor out of place instead.")
+    return (f"`{op}` wrote in place into {name}{view}, a leaf tensor that requires grad, while grad mode was on: "
+            f"autograd cannot record an in-place change of a tensor whose gradient it accumulates, so PyTorch "
+            f"refused it{said}.", fix)
+
+
+def _inference(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    op = fact.detail.get("op", "an op")
+    fix = ("use torch.no_grad() instead of torch.inference_mode() for this computation (its results can be used "
+           "in training later), or .clone() the result outside inference mode before training on it.")
+    if fact.cause is not None and fact.cause != fact.call:
+        return (f"the tensor made on this line under torch.inference_mode() is used in training: `{op}`{call} "
+                f"saves it for backward, which PyTorch refuses for inference tensors{said}.", fix)
+    return (f"`{op}` saves for backward a tensor made under torch.inference_mode(), which PyTorch refuses for "
+            f"inference tensors{said}.", fix)
+
+
+def _unused_input(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    output = fact.detail.get("output")
+    output = "the outputs were" if output in ("backward()", None) else f"`{output}` was"
+    return (f"torch.autograd.grad was asked for the gradient of {name}, which {output} not computed from "
+            f"(no path in their graph leads to it){said}.",
+            "pass the tensor the outputs were computed from (not a copy, nor a tensor rebound after the forward), "
+            "or compute the outputs from it after it requires grad; pass allow_unused=True (and "
+            "materialize_grads=True for zeros) if no gradient is expected.")
+
+
+def _input_no_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"torch.autograd.grad was asked for the gradient of {name}, which does not require grad{said}.",
+            f"make {name} require grad before the outputs are computed from it (.requires_grad_() or "
+            "requires_grad=True), or leave it out of inputs.")
+
+
+def _function_backward(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    function = fact.detail.get("function") or fact.detail.get("node") or "a custom autograd.Function"
+    if "expected" in fact.detail:
+        expected, got = fact.detail["expected"], fact.detail["got"]
+        return (f"{function}.backward returns {got} gradient{'s' if got != 1 else ''} here, but its forward took "
+                f"{expected} inputs: autograd needs one gradient per forward input, so backward(){call} "
+                f"failed{said}.",
+                "return one value per input of forward, in order, with None for inputs that need no gradient "
+                "(e.g. return grad_a, grad_b, None).")
+    if "not a Variable" in fact.message:
+        return (f"{function}.backward returns a gradient for a forward input that is not a tensor, so "
+                f"backward(){call} failed{said}.",
+                "return None at the positions of forward inputs that are not tensors.")
+    return (f"{function}.backward returns a gradient whose shape does not match its forward input, so "
+            f"backward(){call} failed{said}.",
+            "return each gradient with the shape of its forward input (sum over broadcast dimensions, "
+            ".sum(dim, keepdim=True), or .view the result).")
+
+
+def _deepcopy(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"{name} is set on this line to a tensor with autograd history (not a leaf), and copy.deepcopy{call} "
+            f"cannot copy such tensors{said}.",
+            "keep the intermediate in a local variable, or store .detach() of it if it is needed later (or set "
+            "the attribute to None before deepcopy).")
+
+
+def _graphless(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"backward() was called on `{name}`, which does not require grad and has no grad_fn: nothing it was "
+            f"computed from requires grad, and no cut the trace saw explains why{said}.",
+            "compute it from tensors that require grad (the model's parameters, or leaves made with "
+            "requires_grad=True), outside torch.no_grad() and inference_mode(); if everything is frozen on "
+            "purpose, do not call backward().")
+
+
+def _inplace_saved(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    saver = getattr(fact.failure, "saver", "an operation")
+    return (f"backward() failed because {saver} saved a tensor for it that was then changed in place, by a write "
+            f"the trace did not see{said}.",
+            "find the in-place write into that tensor between the forward and this backward (x += ..., "
+            "x[...] = ..., inplace=True, a method ending in _) and make it out of place, or .clone() the tensor "
+            "first; torch.autograd.set_detect_anomaly(True) names the forward op that saved it.")
+
+
+def _gradient_shape(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"the gradient passed to backward() does not have the shape of `{name}`{said}.",
+            "pass gradient= with the shape of the tensor backward() is called on (torch.ones_like(it)), or "
+            "reduce that tensor to one value and call backward() without a gradient.")
+
+
+def _other(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    if fact.cause is not None:
+        return (f"this line raised inside backward(){call}, which then stopped before any gradient of that pass "
+                f"arrived{said}.", "fix what PyTorch's message names on this line; the backward did not finish.")
+    return (f"backward() raised, so no gradient of that pass arrived{said}.",
+            "fix what PyTorch's message names; the backward did not finish.")
+
+
+_WORDING = {
+    "freed_graph": _freed_graph, "non_scalar_root": _non_scalar, "inplace_leaf": _inplace_leaf,
+    "inference_saved": _inference, "unused_input": _unused_input, "input_no_grad": _input_no_grad,
+    "function_backward": _function_backward, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
+    "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
+}
+
+
+def _sentence(message: str) -> str:
+    """PyTorch's first sentence (its messages go on with advice the fix already gives)."""
+    cut = message.find(". ")
+    sentence = message[:cut] if cut > 0 else message.rstrip(".")
+    return sentence if len(sentence) <= 160 else sentence[:157] + "..."

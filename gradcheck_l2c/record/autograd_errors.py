@@ -1,0 +1,294 @@
+"""Autograd's own errors, as facts: every RuntimeError a traced ``backward()`` or ``torch.autograd.grad()``
+raised, and the autograd errors an op raises in forward (an in-place write into a leaf that requires grad,
+an inference tensor saved for backward, ``deepcopy`` of a tensor with history). Each is kept when it is
+raised, so a script that catches it and goes on still has it judged.
+
+A fact holds the user line that made the call, PyTorch's message, its category, and, where the run's facts
+tell it (the graph, the tensors, the calls; never the script's text), the line to change: the node of an
+earlier, freed graph this backward reached and the line that made it, the line that made a non-scalar
+root, the line that made an inference tensor, the ``return`` of a custom Function's backward, the line
+that stored a graph tensor on a module.
+"""
+from __future__ import annotations
+
+import dis
+import os
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.args import op_label, tensors_in
+from gradcheck_l2c.record.ddp import UNUSED_ERRORS
+from gradcheck_l2c.record.failures import BackwardFailure
+from gradcheck_l2c.record.locations import USER, Site, attribute_site, frame_kind, user_frame, user_site
+from gradcheck_l2c.record.names import resolve_names, variable_name
+from gradcheck_l2c.record.origins import Origins
+from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off
+from gradcheck_l2c.record.watch import WatchRegistry
+
+Tensor = torch.Tensor
+
+#: Each category of autograd error and the words of PyTorch's message that tell it, checked in order.
+CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("freed_graph", ("backward through the graph a second time",)),
+    ("inplace_saved", ("modified by an inplace operation",)),
+    ("inplace_leaf", ("leaf Variable that requires grad is being used in an in-place operation",)),
+    ("inference_saved", ("Inference tensors cannot be saved for backward",)),
+    ("non_scalar_root", ("grad can be implicitly created only for",)),
+    ("unused_input", ("appears to not have been used in the graph",)),
+    ("input_no_grad", ("One of the differentiated Tensors does not require grad",)),
+    ("function_backward", ("returned an incorrect number of gradients", "returned an invalid gradient at index",
+                           "but the corresponding forward input was not a Variable")),
+    ("deepcopy_non_leaf", ("support the deepcopy protocol",)),
+    ("graphless", ("does not require grad and does not have a grad_fn",)),
+    ("gradient_shape", ("Mismatch in shape: grad_output",)),
+    ("ddp", UNUSED_ERRORS),
+)
+#: The categories an op raises in forward (the others come from a backward or autograd.grad).
+IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf"})
+_FUNCTION = re.compile(r"[Ff]unction (\w+) returned")
+_COUNTS = re.compile(r"expected (\d+), got (\d+)")
+_FREED = "already been freed"
+_WALK = 2_000  # nodes looked at below the freed boundary to confirm the graph there was freed
+_CHECKS = 16  # boundaries looked at
+_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+
+
+def classify(text: str) -> str:
+    """The category of an autograd error message; ``other`` for one this table does not know."""
+    for category, words in CATEGORIES:
+        if any(word in text for word in words):
+            return category
+    return "other"
+
+
+@dataclass
+class AutogradError:
+    """A RuntimeError autograd raised: by a backward or autograd.grad called at ``call``, or by an op there.
+
+    ``cause`` is the line to change where the run's facts tell it (None: the call itself); ``subject``
+    names what it is about (a variable, a module attribute, a node); ``key`` is the watched tensor it is
+    about, if any; ``detail`` holds the category's facts (shapes, the op, the node, the Function, the
+    backward that freed a graph); ``failure`` the in-place or graphless facts of those categories."""
+
+    category: str
+    message: str  # PyTorch's message, first line
+    call: Site | None
+    cause: Site | None
+    subject: str
+    key: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    failure: BackwardFailure | None = None
+    count: int = 1
+
+
+class ErrorRecorder:
+    """Turns autograd's errors into `AutogradError` facts, one per category and place, counted."""
+
+    def __init__(self, registry: WatchRegistry, origins: Origins) -> None:
+        self.registry, self.origins = registry, origins
+        self.errors: dict[tuple[Any, ...], AutogradError] = {}
+
+    def backward(self, error: RuntimeError, roots: list[Tensor], call: Site | None, failure: BackwardFailure | None,
+                 inputs: Any = None) -> AutogradError | None:
+        """A backward or autograd.grad called at ``call`` raised ``error``."""
+        if isinstance(error, _OUT_OF_MEMORY):
+            return None  # memory, not the graph
+        text = str(error)
+        category = classify(text)
+        frame = user_frame(1)
+        root = roots[0] if roots else None
+        subject = (variable_name(frame, root) if frame is not None and root is not None else None) or "backward()"
+        cause, key, detail = None, None, {}
+        with functions_off():
+            if category == "freed_graph":
+                cause, detail = self._freed(roots)
+            elif category == "non_scalar_root":
+                cause, detail = self._non_scalar(roots)
+            elif category in ("unused_input", "input_no_grad"):
+                subject, key, detail = self._input(category, roots, inputs, frame, subject)
+            elif category == "function_backward":
+                cause, detail = _function(text, roots)
+            elif category == "other":
+                cause = _raised_in(error, call)
+        return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure))
+
+    def op(self, error: RuntimeError, func: Any, args: tuple, kwargs: dict) -> AutogradError | None:
+        """An op raised ``error`` in forward; kept when it is one of autograd's (`IN_FORWARD`)."""
+        text = str(error)
+        category = classify(text)
+        if category not in IN_FORWARD:
+            return None
+        call, frame = user_site(1), user_frame(1)
+        label = op_label(func)
+        with functions_off():
+            tensors = tensors_in(args, kwargs)
+            if category == "deepcopy_non_leaf":
+                target = tensors[0] if tensors else None
+                subject, cause = self._stored(target) if target is not None else (None, None)
+                detail: dict[str, Any] = {}
+            elif category == "inference_saved":
+                target = next((t for t in tensors if t.is_inference()), None)
+                cause = self.origins.inference_site(target) if target is not None else None
+                subject, detail = None, {"op": label}
+            else:
+                target = args[0] if args and isinstance(args[0], Tensor) else None
+                cause, subject = call, None
+                detail = {"op": label, "view": "view of a leaf" in text,
+                          "has_grad": target is not None and target.grad is not None}
+        key = self.registry.key_of(target)
+        if key is not None:
+            resolve_names(self.registry)  # the name the note gives is the one the report will
+            subject = self.registry.all[key].name
+        elif subject is None and target is not None and frame is not None:
+            subject = variable_name(frame, target)
+        return self._keep(AutogradError(category, _first_line(text), call, cause, subject or "tensor", key, detail))
+
+    def _keep(self, fact: AutogradError) -> AutogradError:
+        ident = (fact.category, fact.call, fact.cause, fact.subject, fact.key)
+        kept = self.errors.get(ident)
+        if kept is not None:
+            kept.count += 1
+            return kept
+        self.errors[ident] = fact
+        return fact
+
+    # ---- the line to change, from the run's facts -----------------------------------------------------
+
+    def _freed(self, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
+        """The first node (nearest the roots) of a graph an earlier backward freed, and the line that made
+        the value carried from there: the node's own line, else that of the nearest node above it."""
+        origins = self.origins
+        starts = graph.grad_roots([r for r in roots if r.requires_grad])
+        queue = deque((node, None) for node in starts)
+        seen = {id(node) for node in starts}
+        looked, checked = 0, 0
+        while queue and looked < graph.SAFE_WALK and checked < _CHECKS:
+            node, above = queue.popleft()
+            looked += 1
+            stack = origins.stack_of(node) or above
+            if origins.freed(node):
+                checked += 1
+                if not _freed_below(node):
+                    continue  # made before that backward, but not part of the graph it freed
+                site = origins.site_in_running(stack)
+                detail = {"node": type(node).__name__, "freed_by": origins.freed_by,
+                          "root": any(node is start for start in starts),
+                          "inner": stack[0][2] if stack and stack[0][2] != site else None}
+                return site, detail
+            for child, _ in node.next_functions:
+                if child is not None and id(child) not in seen:
+                    seen.add(id(child))
+                    queue.append((child, stack))
+        return None, {"freed_by": origins.freed_by}
+
+    def _non_scalar(self, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
+        """The line that made the root with more than one value (or not of a floating type)."""
+        for root in roots:
+            if isinstance(root, Tensor) and (root.numel() != 1 or not root.dtype.is_floating_point):
+                return self.origins.site_of(root.grad_fn), {"shape": tuple(root.shape), "dtype": str(root.dtype)}
+        return None, {}
+
+    def _input(self, category: str, roots: list[Tensor], inputs: Any, frame: Any,
+               subject: str) -> tuple[str, int | None, dict[str, Any]]:
+        """The input of autograd.grad the error is about: one the outputs were not computed from, or one
+        that does not require grad."""
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs or ())
+        if category == "unused_input":
+            nodes = list(graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK))
+            ids = {id(node) for node in nodes}
+            leaves = {id(node.variable) for node in nodes if hasattr(node, "variable")}
+            used = [id(t) in leaves if t.grad_fn is None else id(t.grad_fn) in ids for t in inputs]
+        else:
+            used = [t.requires_grad for t in inputs]
+        for index, (tensor, ok) in enumerate(zip(inputs, used)):
+            if not ok:
+                watched = self.registry.get(tensor)
+                name = (variable_name(frame, tensor) if frame is not None else None) or f"inputs[{index}]"
+                return name, watched.key if watched is not None else None, {"index": index, "output": subject}
+        return "inputs", None, {"output": subject}
+
+    def _stored(self, tensor: Tensor) -> tuple[str | None, Site | None]:
+        """The module attribute that holds a tensor, and where user code stored it there."""
+        for (_, attr), (ref, site) in list(self.registry.assigned.items()):
+            module = ref()
+            if module is not None and module.__dict__.get(attr) is tensor:
+                return f"{type(module).__name__}.{attr}", site
+        for ref, _ in list(self.registry.modules.values()):
+            module = ref()
+            for attr, value in (vars(module).items() if module is not None else ()):
+                if value is tensor:
+                    return f"{type(module).__name__}.{attr}", attribute_site(module, attr)
+        return None, None
+
+
+def _freed_below(node: Any) -> bool:
+    """Whether a node at or below ``node`` lost its saved tensors (reading one raises "already freed")."""
+    for child in graph.iter_nodes([node], _WALK):
+        names = [a for a in dir(child) if a.startswith(SAVED_PREFIX)] if function_class(child) is None \
+            else ["saved_tensors"]
+        for name in names:
+            try:
+                getattr(child, name)
+            except RuntimeError as error:
+                if _FREED in str(error):
+                    return True
+    return False
+
+
+def _function(text: str, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
+    """The custom Function whose backward returned the wrong gradients, and the line of its ``return``."""
+    match = _FUNCTION.search(text)
+    counts = _COUNTS.search(text)
+    detail: dict[str, Any] = {"node": match[1] if match else None}
+    if counts:
+        detail["expected"], detail["got"] = int(counts[1]), int(counts[2])
+    if match is None:
+        return None, detail
+    for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
+        cls = function_class(node)
+        if cls is None or type(node).__name__ != match[1]:
+            continue
+        detail["function"] = cls.__name__
+        backward = cls.vjp if cls.vjp is not torch.autograd.Function.vjp else cls.backward
+        code = getattr(getattr(backward, "__func__", backward), "__code__", None)
+        if code is None:
+            return None, detail
+        lines = _return_lines(code)
+        file = os.path.abspath(code.co_filename)
+        detail["returns"] = len(lines)
+        return (Site(file, lines[-1]) if lines else Site(file, code.co_firstlineno)), detail
+    return None, detail
+
+
+def _return_lines(code: Any) -> list[int]:
+    """The lines of a function's ``return`` statements, read from its code object."""
+    spans = list(code.co_lines())
+    lines: list[int] = []
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            line = next((ln for start, end, ln in spans if start <= instruction.offset < end), None)
+            if line is not None and line not in lines:
+                lines.append(line)
+    return lines
+
+
+def _raised_in(error: BaseException, call: Site | None) -> Site | None:
+    """The innermost line of user code the error came from inside the backward (a custom Function's
+    backward, a hook), if it is not the call itself."""
+    found = None
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if frame_kind(code.co_filename) == USER:
+            found = Site(os.path.abspath(code.co_filename), tb.tb_lineno)
+        tb = tb.tb_next
+    return found if found != call else None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""

@@ -1,0 +1,125 @@
+"""Where the values autograd's errors are about came from: the user lines that made the first iteration's
+autograd nodes and inference tensors, and how far the graphs freed by backward passes reach.
+
+PyTorch raises its graph errors where it notices them (the backward, the op that saves a tensor), which
+is rarely the line to change: the hidden state carried into the next iteration, the loss left with one
+value per sample, the features made under ``inference_mode``. Remembering a line costs a walk up the
+stack, so it is done only until the first backward ends (the first iteration, where these errors happen
+or their values are made) and for at most ``BUDGET`` values; after that one attribute read per op.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+
+from gradcheck_l2c.record.locations import Site, StackEntry, user_frame, user_site, user_stack
+from gradcheck_l2c.record.torch_internals import sequence_nr
+
+Tensor = torch.Tensor
+#: The key, in an autograd node's metadata, of the user lines that made it (`user_stack`).
+MADE = "gradcheck_made"
+BUDGET = 20_000
+_is_inference_mode = torch.is_inference_mode_enabled
+
+
+class Origins:
+    """The lines that made autograd nodes and inference tensors early in the run, and the newest node a
+    graph-freeing backward has reached (every node made up to it belongs to a graph that was freed)."""
+
+    def __init__(self) -> None:
+        self.recording = True  # until the first backward ends, or the budget is spent
+        self._left = BUDGET
+        self._inference: dict[int, tuple[weakref.ref, Site | None]] = {}
+        self.freed_up_to: int | None = None  # sequence number of the newest root a backward freed
+        self.freed_by: Site | None = None  # the user line of that backward
+
+    def made(self, out: Any) -> None:
+        """An op in grad mode returned ``out`` (a tensor or a tuple of them): note its line on their nodes."""
+        outputs = out if isinstance(out, tuple) else (out,)
+        stack = None
+        for tensor in outputs:
+            node = tensor.grad_fn if isinstance(tensor, Tensor) else None
+            if node is None:
+                continue
+            metadata = node.metadata
+            if MADE not in metadata:
+                stack = stack or user_stack(1)
+                metadata[MADE] = stack
+        self._spend()
+
+    def made_without_grad(self, out: Any) -> None:
+        """An op ran with grad mode off: under ``inference_mode``, remember the line that made the tensor."""
+        if not _is_inference_mode() or not isinstance(out, Tensor):
+            return
+        ident, inference = id(out), self._inference
+        inference[ident] = (weakref.ref(out, lambda _, ident=ident: inference.pop(ident, None)), user_site(1))
+        self._spend()
+
+    def _spend(self) -> None:
+        self._left -= 1
+        if self._left <= 0:
+            self.recording = False
+
+    def backward_ran(self, roots: Any, keep_graph: bool) -> None:
+        """A backward of the traced thread returned: the first one ends the recording; one that did not
+        keep its graph freed every node made up to its newest root."""
+        self.recording = False
+        if keep_graph:
+            return
+        newest = [n for n in (sequence_nr(node) for node in _nodes(roots)) if n is not None]
+        if newest:
+            self.freed_up_to = max(max(newest), self.freed_up_to if self.freed_up_to is not None else -1)
+            self.freed_by = user_site(1)
+
+    # ---- answers, read when an error is recorded ----------------------------------------------------
+
+    @staticmethod
+    def stack_of(node: Any) -> tuple[StackEntry, ...] | None:
+        """The user frames that made ``node`` (innermost first), if they were remembered."""
+        return node.metadata.get(MADE) if node is not None else None
+
+    def site_of(self, node: Any) -> Site | None:
+        """The innermost user line that made ``node``, if it was remembered."""
+        stack = self.stack_of(node)
+        return stack[0][2] if stack else None
+
+    @staticmethod
+    def site_in_running(stack: tuple[StackEntry, ...] | None, depth: int = 1) -> Site | None:
+        """Of the lines that made a value, the one in the innermost user frame that is still running (the
+        loop that carried the value from one iteration into the next); else the innermost line."""
+        if not stack:
+            return None
+        running = set()
+        frame = user_frame(depth + 1)
+        while frame is not None:
+            running.add((id(frame), frame.f_code))
+            frame = frame.f_back
+        for ident, code, site in stack:
+            if (ident, code) in running:
+                return site
+        return stack[0][2]
+
+    def inference_site(self, tensor: Tensor) -> Site | None:
+        """The user line that made an inference tensor, if it was remembered."""
+        entry = self._inference.get(id(tensor))
+        return entry[1] if entry is not None and entry[0]() is tensor else None
+
+    def freed(self, node: Any) -> bool:
+        """Whether ``node`` was made before the newest root a graph-freeing backward reached."""
+        number = sequence_nr(node)
+        return number is not None and self.freed_up_to is not None and number <= self.freed_up_to \
+            and not hasattr(node, "variable")
+
+
+def _nodes(roots: Any) -> list[Any]:
+    """The autograd nodes of a backward's roots (tensors, or ``GradientEdge``s)."""
+    if isinstance(roots, Tensor):
+        roots = (roots,)
+    nodes = []
+    for root in roots or ():
+        node = getattr(root, "grad_fn", None) if isinstance(root, Tensor) else getattr(root, "node", None)
+        if node is not None:
+            nodes.append(node)
+    return nodes

@@ -1,0 +1,350 @@
+"""Autograd's own errors (`autograd_error`): one small script per category, with the line to change marked
+``# <- autograd_error`` (and PyTorch's call ``# <- symptom`` where it differs), and a corrected twin that
+runs and stays silent. A refused backward is always reported, also when the script catches the error.
+
+The reports behind it: tests/cases/b4_rnn_hidden_not_detached, b4_manual_update_leaf_inplace,
+b4_fold_bn_weight_slice_assign, b4_custom_function_missing_grad, b4_deepcopy_cached_activation,
+b4_inference_mode_backbone, b4_rank_loss_not_scalar.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gradcheck_l2c.present.textreport import format_report, summary_line
+from gradcheck_l2c.tracer import trace
+
+PRELUDE = """
+import copy
+import torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+"""
+
+
+def traced(snippet, code: str):
+    """Run the script under a trace; its findings, and the error it raised (or None)."""
+    script = snippet(PRELUDE + textwrap.dedent(code))
+    t = trace()
+    namespace = {"__name__": "__main__", "__file__": str(script.path)}
+    error = None
+    try:
+        with t:
+            exec(compile(script.code, str(script.path), "exec"), namespace)
+    except RuntimeError as exc:
+        error = exc
+    return script, t, error
+
+
+CASES = {
+    # a hidden state carried from one iteration into the next keeps the graph the last backward freed
+    "freed_carried": ("""
+        cell = nn.RNNCell(4, 6)
+        head = nn.Linear(6, 3)
+        h = torch.zeros(8, 6)
+        for step in range(3):
+            h = cell(x, h)  # <- autograd_error
+            loss = F.cross_entropy(head(h), y)
+            loss.backward()  # <- symptom
+        """, """
+        cell = nn.RNNCell(4, 6)
+        head = nn.Linear(6, 3)
+        h = torch.zeros(8, 6)
+        for step in range(3):
+            h = cell(x, h.detach())
+            loss = F.cross_entropy(head(h), y)
+            loss.backward()
+        """),
+    # the discriminator's backward frees the generator's graph that the generator's loss needs again
+    "freed_shared": ("""
+        G, D = nn.Linear(4, 4), nn.Linear(4, 1)
+        fake = G(x)  # <- autograd_error
+        loss_d = D(fake).mean()
+        loss_d.backward()
+        loss_g = -D(fake).mean()
+        loss_g.backward()  # <- symptom
+        """, """
+        G, D = nn.Linear(4, 4), nn.Linear(4, 1)
+        fake = G(x)
+        loss_d = D(fake.detach()).mean()
+        loss_d.backward()
+        loss_g = -D(fake).mean()
+        loss_g.backward()
+        """),
+    # the same loss backpropagated twice
+    "freed_twice": ("""
+        model = nn.Linear(4, 3)
+        loss = F.cross_entropy(model(x), y)  # <- autograd_error
+        loss.backward()
+        loss.backward()  # <- symptom
+        """, """
+        model = nn.Linear(4, 3)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward(retain_graph=True)
+        loss.backward()
+        """),
+    "non_scalar_root": ("""
+        model = nn.Linear(4, 3)
+
+        def per_sample(out, target):
+            return F.cross_entropy(out, target, reduction="none")  # <- autograd_error
+
+        per_sample(model(x), y).backward()  # <- symptom
+        """, """
+        model = nn.Linear(4, 3)
+
+        def per_sample(out, target):
+            return F.cross_entropy(out, target, reduction="none").mean()
+
+        per_sample(model(x), y).backward()
+        """),
+    "inplace_leaf": ("""
+        w = torch.randn(4, 3, requires_grad=True)
+        for step in range(2):
+            loss = F.cross_entropy(x @ w, y)
+            loss.backward()
+            w -= 0.1 * w.grad  # <- autograd_error
+            w.grad = None
+        """, """
+        w = torch.randn(4, 3, requires_grad=True)
+        for step in range(2):
+            loss = F.cross_entropy(x @ w, y)
+            loss.backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+            w.grad = None
+        """),
+    "inference_saved": ("""
+        backbone, head = nn.Linear(4, 4), nn.Linear(4, 3)
+        backbone.requires_grad_(False)
+        with torch.inference_mode():
+            features = backbone(x)  # <- autograd_error
+        loss = F.cross_entropy(head(features), y)  # <- symptom
+        loss.backward()
+        """, """
+        backbone, head = nn.Linear(4, 4), nn.Linear(4, 3)
+        backbone.requires_grad_(False)
+        with torch.no_grad():
+            features = backbone(x)
+        loss = F.cross_entropy(head(features), y)
+        loss.backward()
+        """),
+    "function_backward": ("""
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a * b
+
+            @staticmethod
+            def backward(ctx, grad):
+                a, b = ctx.saved_tensors
+                return grad * b  # <- autograd_error
+
+        w = torch.randn(8, 4, requires_grad=True)
+        Scale.apply(w, x).sum().backward()  # <- symptom
+        """, """
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a * b
+
+            @staticmethod
+            def backward(ctx, grad):
+                a, b = ctx.saved_tensors
+                return grad * b, grad * a
+
+        w = torch.randn(8, 4, requires_grad=True)
+        Scale.apply(w, x).sum().backward()
+        """),
+    "deepcopy_non_leaf": ("""
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+
+            def forward(self, inputs):
+                out = self.fc(inputs)
+                self.last = out  # <- autograd_error
+                return out
+
+        model = Net()
+        F.cross_entropy(model(x), y).backward()
+        ema = copy.deepcopy(model)  # <- symptom
+        """, """
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+
+            def forward(self, inputs):
+                out = self.fc(inputs)
+                self.last = out.detach()
+                return out
+
+        model = Net()
+        F.cross_entropy(model(x), y).backward()
+        ema = copy.deepcopy(model)
+        """),
+    "unused_input": ("""
+        w = torch.randn(4, 3, requires_grad=True)
+        out = (x @ w).sum()
+        w = w.double()
+        (grad,) = torch.autograd.grad(out, w)  # <- autograd_error
+        """, """
+        w = torch.randn(4, 3, requires_grad=True)
+        out = (x @ w).sum()
+        (grad,) = torch.autograd.grad(out, w)
+        w = w.double()
+        """),
+    "input_no_grad": ("""
+        w = torch.randn(4, 3, requires_grad=True)
+        scale = torch.ones(3)
+        out = (x @ w * scale).sum()
+        grads = torch.autograd.grad(out, [w, scale])  # <- autograd_error
+        """, """
+        w = torch.randn(4, 3, requires_grad=True)
+        scale = torch.ones(3, requires_grad=True)
+        out = (x @ w * scale).sum()
+        grads = torch.autograd.grad(out, [w, scale])
+        """),
+    "graphless": ("""
+        w = torch.randn(4, 3)
+        loss = F.cross_entropy(x @ w, y)
+        loss.backward()  # <- autograd_error
+        """, """
+        w = torch.randn(4, 3, requires_grad=True)
+        loss = F.cross_entropy(x @ w, y)
+        loss.backward()
+        """),
+    "gradient_shape": ("""
+        w = torch.randn(4, 3, requires_grad=True)
+        out = x @ w
+        out.backward(torch.ones(8))  # <- autograd_error
+        """, """
+        w = torch.randn(4, 3, requires_grad=True)
+        out = x @ w
+        out.backward(torch.ones_like(out))
+        """),
+    # an error raised by user code inside the backward: the line that raised
+    "raised_inside": ("""
+        class Clip(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a.clamp(-1, 1)
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad.view(3, -1)  # <- autograd_error
+
+        w = torch.randn(8, 4, requires_grad=True)
+        Clip.apply(w).sum().backward()  # <- symptom
+        """, """
+        class Clip(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a.clamp(-1, 1)
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad.view(8, -1)
+
+        w = torch.randn(8, 4, requires_grad=True)
+        Clip.apply(w).sum().backward()
+        """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_autograd_error_is_found_at_the_line_to_change(snippet, name, one_torch_thread):
+    buggy, _ = CASES[name]
+    script, t, error = traced(snippet, buggy)
+    assert error is not None, "the bug script should raise"
+    found = [f for f in t.findings if f.kind == "autograd_error"]
+    assert [(f.severity, f.line) for f in found] == [("error", script.line("autograd_error"))], \
+        [(f.kind, f.severity, f.line, f.message) for f in t.findings]
+    finding = found[0]
+    assert finding.file == str(script.path) and finding.code and finding.message and finding.fix
+    symptom = [place.line for place in finding.related if place.role == "symptom"]
+    assert symptom == ([script.line("symptom")] if "symptom" in script.marks else [])
+    notes = getattr(error, "__notes__", [])
+    assert name in ("graphless", "gradient_shape", "raised_inside") or \
+        any(note.startswith(f"gradcheck-l2c: {script.path.name}:{script.line('autograd_error')}: ") for note in notes)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_corrected_twin_runs_silent(snippet, name, one_torch_thread):
+    _, fixed = CASES[name]
+    _, t, error = traced(snippet, fixed)
+    assert error is None, repr(error)
+    assert [f for f in t.findings if f.severity in ("error", "warning")] == []
+
+
+def test_a_caught_refusal_still_gets_its_finding_and_the_summary_does_not_say_all_got_a_gradient(snippet):
+    script, t, error = traced(snippet, """
+    cell = nn.RNNCell(4, 6)
+    head = nn.Linear(6, 3)
+    h = torch.zeros(8, 6)
+    for step in range(3):
+        h = cell(x, h)  # <- autograd_error
+        loss = F.cross_entropy(head(h), y)
+        try:
+            loss.backward()  # <- symptom
+        except RuntimeError as caught:
+            print("skipped a step:", caught)
+    """)
+    assert error is None
+    found = [f for f in t.findings if f.kind == "autograd_error"]
+    assert [(f.line, f.count) for f in found] == [(script.line("autograd_error"), 2)]
+    summary = summary_line(t.findings, t.watched)
+    assert "no findings" not in summary and "1 error" in summary
+    assert "backward through the graph a second time" in format_report(t.findings, t.watched)
+
+
+def test_the_fix_fits_the_category(snippet):
+    cases = {"freed_carried": ".detach()", "non_scalar_root": ".mean()", "inplace_leaf": "torch.no_grad()",
+             "inference_saved": "torch.no_grad() instead of torch.inference_mode()",
+             "function_backward": "one value per input of forward", "deepcopy_non_leaf": ".detach()",
+             "unused_input": "allow_unused=True", "input_no_grad": "requires_grad"}
+    for name, words in cases.items():
+        _, t, _ = traced(snippet, CASES[name][0])
+        (finding,) = [f for f in t.findings if f.kind == "autograd_error"]
+        assert words in finding.fix, (name, finding.fix)
+        assert 'PyTorch: "' in finding.message, finding.message
+
+
+def test_an_in_place_write_into_a_saved_tensor_the_trace_did_not_see_is_still_reported(snippet):
+    script, t, error = traced(snippet, """
+    w = torch.randn(4, requires_grad=True)
+    out = w.exp()
+    with torch.no_grad():
+        out.add_(1)
+    out.sum().backward()  # <- autograd_error
+    """)
+    assert error is not None and "modified by an inplace operation" in str(error)
+    assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
+        [("autograd_error", script.line("autograd_error"))]
+
+
+def test_refusals_another_finding_explains_are_not_repeated(snippet):
+    """The in-place write that made a saved tensor stale is `inplace_saved`'s; a loss cut off by `.item()`
+    is the cut's: no `autograd_error` beside them."""
+    _, t, error = traced(snippet, """
+    w = torch.randn(4, requires_grad=True)
+    out = w.exp()
+    out.add_(1)
+    out.sum().backward()
+    """)
+    assert error is not None
+    assert {f.kind for f in t.findings if f.severity == "error"} == {"inplace_saved"}
+    _, t, error = traced(snippet, """
+    model = nn.Linear(4, 3)
+    loss = torch.tensor(F.cross_entropy(model(x), y).item())
+    loss.backward()
+    """)
+    assert error is not None
+    assert "autograd_error" not in {f.kind for f in t.findings}

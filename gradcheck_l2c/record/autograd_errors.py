@@ -163,7 +163,7 @@ class ErrorRecorder:
         """The first node (nearest the roots) of a graph an earlier backward freed, and the line that made
         the value carried from there: the node's own line, else that of the nearest node above it."""
         origins = self.origins
-        starts = graph.grad_roots([r for r in roots if r.requires_grad])
+        starts = graph.grad_roots(_tensors(roots))
         queue = deque((node, None) for node in starts)
         seen = {id(node) for node in starts}
         looked, checked = 0, 0
@@ -199,7 +199,7 @@ class ErrorRecorder:
         that does not require grad."""
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs or ())
         if category == "unused_input":
-            nodes = list(graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK))
+            nodes = list(graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK))
             ids = {id(node) for node in nodes}
             leaves = {id(node.variable) for node in nodes if hasattr(node, "variable")}
             used = [id(t) in leaves if t.grad_fn is None else id(t.grad_fn) in ids for t in inputs]
@@ -249,7 +249,7 @@ def _function(text: str, roots: list[Tensor]) -> tuple[Site | None, dict[str, An
         detail["expected"], detail["got"] = int(counts[1]), int(counts[2])
     if match is None:
         return None, detail
-    for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
+    for node in graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK):
         cls = function_class(node)
         if cls is None or type(node).__name__ != match[1]:
             continue
@@ -288,6 +288,11 @@ def _raised_in(error: BaseException, call: Site | None) -> Site | None:
             found = Site(os.path.abspath(code.co_filename), tb.tb_lineno)
         tb = tb.tb_next
     return found if found != call else None
+
+
+def _tensors(roots: list[Any]) -> list[Tensor]:
+    """The roots that are tensors with history (``autograd.grad`` also takes ``GradientEdge``s)."""
+    return [root for root in roots if isinstance(root, Tensor) and root.requires_grad]
 
 
 def _first_line(text: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from gradcheck_l2c.record.graph import grad_fn_of
 from gradcheck_l2c.record.locations import Site, StackEntry, user_frame, user_site, user_stack
 from gradcheck_l2c.record.torch_internals import sequence_nr
 
@@ -40,7 +41,7 @@ class Origins:
         outputs = out if isinstance(out, tuple) else (out,)
         stack = None
         for tensor in outputs:
-            node = tensor.grad_fn if isinstance(tensor, Tensor) else None
+            node = grad_fn_of(tensor) if isinstance(tensor, Tensor) else None
             if node is None:
                 continue
             metadata = node.metadata

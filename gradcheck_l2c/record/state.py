@@ -87,15 +87,21 @@ class TraceState:
         (its type and traceback stay the same). ``inputs``: what an autograd.grad differentiated."""
         self.ddp.error(error, site)
         failure = self.failures.failed(error, roots)
-        self._note(error, self.errors.backward(error, roots, site, failure, inputs))
+        self._note(error, lambda: self.errors.backward(error, roots, site, failure, inputs))
 
     def op_failed(self, error: RuntimeError, func: Any, args: tuple, kwargs: dict) -> None:
         """An op raised: record it if it is one of autograd's errors (an in-place write into a leaf, an
         inference tensor saved for backward, deepcopy of a tensor with history), and add the judge's words."""
-        self._note(error, self.errors.op(error, func, args, kwargs))
+        self._note(error, lambda: self.errors.op(error, func, args, kwargs))
 
-    def _note(self, error: RuntimeError, fact: AutogradError | None) -> None:
-        note = self._word_failure(fact) if fact is not None and self._word_failure is not None else None
+    def _note(self, error: RuntimeError, record: Callable[[], AutogradError | None]) -> None:
+        """Record the error's facts and add the note; the script's own error is what propagates, whatever
+        happens here."""
+        try:
+            fact = record()
+            note = self._word_failure(fact) if fact is not None and self._word_failure is not None else None
+        except Exception:  # a fact the tool could not take must never replace the script's own error
+            return
         if note and note not in getattr(error, "__notes__", ()):
             error.add_note(note)
 

@@ -36,7 +36,7 @@ _LIBRARY_DIRS = tuple(
 _INSTALLED = tuple(f"{os.sep}{folder}{os.sep}" for folder in ("site-packages", "dist-packages"))
 USER, LIBRARY, OWN = 0, 1, 2
 _kinds: dict[str, int] = {}
-_claimed: list[str] = []  # folders of the traced script, user code even inside site-packages
+_claimed: list[str] = []  # folders of traced scripts that lie among installed packages: user code all the same
 #: torch code that moves parameters between processes (DDP's broadcasts, buckets, reducer): its
 #: copies and detaches of parameters are no cuts.
 _DISTRIBUTED_DIRS = tuple(_directory(os.path.join(os.path.dirname(torch.__file__), *parts))
@@ -54,10 +54,10 @@ def frame_kind(filename: str) -> int:
             path = os.path.normcase(os.path.realpath(filename))
             if path.startswith(_OWN_DIR):
                 kind = OWN
-            elif _claimed and path.startswith(tuple(_claimed)):
-                kind = USER
-            elif path.startswith(_LIBRARY_DIRS) or any(folder in path for folder in _INSTALLED):
+            elif path.startswith(_LIBRARY_DIRS):
                 kind = LIBRARY
+            elif any(folder in path for folder in _INSTALLED):
+                kind = USER if _claimed and path.startswith(tuple(_claimed)) else LIBRARY
             else:
                 kind = USER
         _kinds[filename] = kind
@@ -65,9 +65,10 @@ def frame_kind(filename: str) -> int:
 
 
 def claim_user_code(folder: str) -> None:
-    """The traced script's folder is user code even where it lies among installed packages."""
+    """The traced script's folder is user code even where it lies among installed packages (a project whose
+    venv sits inside it claims nothing: its installed packages stay library code)."""
     directory = _directory(folder)
-    if directory not in _claimed:
+    if any(part in directory for part in _INSTALLED) and directory not in _claimed:
         _claimed.append(directory)
         _kinds.clear()
         forward_site.cache_clear()

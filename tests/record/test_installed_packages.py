@@ -44,8 +44,9 @@ for step in range(2):
 '''
 
 
-def _trace(tmp_path: Path, loss: str, script_folder: str) -> subprocess.CompletedProcess:
-    packages = tmp_path / "lib" / "site-packages"
+def _trace(tmp_path: Path, loss: str, script_folder: str,
+           packages: str = "lib/site-packages") -> subprocess.CompletedProcess:
+    packages = tmp_path / packages
     packages.mkdir(parents=True)
     (packages / "vendored.py").write_text(textwrap.dedent(LIBRARY))
     folder = tmp_path / script_folder
@@ -74,3 +75,11 @@ def test_a_cut_inside_an_installed_library_is_named_at_the_users_call(tmp_path):
 def test_the_traced_scripts_own_folder_is_user_code_even_among_installed_packages(tmp_path):
     result = _trace(tmp_path, "model(x).detach().pow(2).mean()", "lib/site-packages/tool")
     assert "GC004" in result.stderr and "tool/train.py:9" in result.stderr, result.stderr
+
+
+def test_a_venv_inside_the_scripts_project_stays_library_code(tmp_path):
+    result = _trace(tmp_path, "embed(model, x).pow(2).mean()  # <- call", ".",
+                    packages=".venv/lib/python3.11/site-packages")
+    findings = [line for line in result.stderr.splitlines() if " GC0" in line]
+    assert findings and all("site-packages" not in line and "train.py:9:" in line for line in findings), \
+        result.stderr

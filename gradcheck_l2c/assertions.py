@@ -7,7 +7,6 @@ They never touch the user's graph or ``.grad`` fields: gradients are computed wi
 from __future__ import annotations
 
 import fnmatch
-import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from gradcheck_l2c.present.textreport import display_path
 from gradcheck_l2c.record.graph import iter_nodes
 from gradcheck_l2c.record.locations import user_site
 from gradcheck_l2c.records import FAIL_ON, Finding, fails
-from gradcheck_l2c.tracer import DISABLE_VARIABLE, Trace, active_trace, trace
+from gradcheck_l2c.tracer import Trace, active_trace, disabled_by_environment, trace
 
 _NO_TRACE_HINT = (
     "Run the step under gradcheck_l2c.trace() or @pytest.mark.gradcheck to see the file:line "
@@ -281,4 +280,4 @@ def _callable_name(fn: Callable[..., Any]) -> str:
 
 
 def _tracing_disabled() -> bool:
-    return os.environ.get(DISABLE_VARIABLE, "") not in ("", "0")
+    return disabled_by_environment()

@@ -17,7 +17,7 @@ from typing import TextIO
 import gradcheck_l2c
 from gradcheck_l2c.errors import GradcheckError, UsageError
 from gradcheck_l2c.launch import Report, finish_rank, launch, rank_env
-from gradcheck_l2c.paths import output_file, output_folder
+from gradcheck_l2c.paths import distinct_outputs, output_file, output_folder
 from gradcheck_l2c.present.concise import format_concise
 from gradcheck_l2c.present.github import format_github
 from gradcheck_l2c.present.gitlab import codequality_document, write_codequality
@@ -231,6 +231,9 @@ def _trace_command(options: argparse.Namespace) -> int:
         options.sarif = output_file(options.sarif, "--sarif")
     if options.gitlab_codequality:
         options.gitlab_codequality = output_file(options.gitlab_codequality, "--gitlab-codequality")
+    distinct_outputs(options.script, {option: path for option, path in (
+        ("--json", options.json), ("--sarif", options.sarif), ("--gitlab-codequality", options.gitlab_codequality))
+        if path})
     output_format = options.output_format or default_output_format(stderr)
     root = repository_root(os.getcwd())  # before the script can change the working folder
     if options.render:
@@ -289,9 +292,14 @@ def _trace_command(options: argparse.Namespace) -> int:
     if options.render:
         from gradcheck_l2c.present.draw.render import render_graphs, render_summary
 
-        written = render_graphs(tracer, options.render, fmt=options.format, full=options.full)
-        if not options.quiet:
-            print(f"{PROG}: {render_summary(written, options.format)}", file=stderr)
+        try:
+            written = render_graphs(tracer, options.render, fmt=options.format, full=options.full)
+            if not options.quiet:
+                print(f"{PROG}: {render_summary(written, options.format)}", file=stderr)
+        except OSError as error:  # the script removed the folder, or turned it into a file
+            print(f"{PROG}: error: --render: cannot write graphs in {options.render!r}: "
+                  f"{error.strerror or error}", file=stderr)
+            code = max(code, EXIT_FINDINGS)
     if env is not None:
         result = RankResult(env.rank, status, bool(status), time.time(), runner.filename or "", argv, findings,
                             watched)

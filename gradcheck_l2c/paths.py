@@ -1,7 +1,8 @@
 """Output paths checked before the traced script starts, so a bad one costs a one-line error, not a run.
 
 Every front door that writes after the run (``--json``, ``--render``, ``--gradcheck-render``, and any
-new report format) checks its path here first. Nothing is created or written by the checks.
+new report format) checks its path here first. Files are not touched; a folder to render into is made now
+(a folder some systems refuse, like one under ``/proc``, shows only when it is made).
 """
 from __future__ import annotations
 
@@ -40,4 +41,27 @@ def output_folder(path: str, option: str) -> str:
         raise UsageError(f"{option}: cannot make folder {path!r}: {existing!r} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"{option}: cannot write in {existing!r} (no permission, or a read-only file system)")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{option}: cannot make folder {path!r}: {error.strerror or error}") from None
     return path
+
+
+def distinct_outputs(script: str | None, outputs: dict[str, str]) -> None:
+    """Refuse, before the run, an output path that would overwrite what the run reads: the script itself, a
+    Python file in the script's folder tree (the script may import it), or a path two options share."""
+    seen: dict[str, str] = {}
+    root = os.path.dirname(os.path.abspath(script)) + os.sep if script else None
+    for option, path in outputs.items():
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{option}: {path!r} is also the {seen[real]} output; give each report its own file")
+        seen[real] = option
+        if script is not None and real == os.path.realpath(script):
+            raise UsageError(f"{option}: {path!r} is the script being traced; writing the report there would "
+                             "overwrite it")
+        if root is not None and real.endswith((".py", ".pyw")) and os.path.isfile(real) \
+                and real.startswith(os.path.realpath(root)):
+            raise UsageError(f"{option}: {path!r} is Python source beside the script (the run may import it); "
+                             "write the report to another file")

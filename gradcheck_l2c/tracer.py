@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -22,6 +23,8 @@ from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
 
 F = TypeVar("F", bound=Callable[..., Any])
 DISABLE_VARIABLE = "GRADCHECK_L2C_DISABLED"
+_OFF, _ON = ("1", "true", "yes"), ("", "0", "false", "no")
+_warned: set[str] = set()
 _slot: "dict[str, tuple[Trace, int]]" = {}  # "active" -> the running trace and its thread's ident
 
 
@@ -87,7 +90,7 @@ class Trace:
 
     def _start(self) -> "Trace":
         """Install everything; each step can be undone by `_stop` as soon as it has begun."""
-        self._disabled = os.environ.get(DISABLE_VARIABLE, "") not in ("", "0")
+        self._disabled = disabled_by_environment()
         if self._disabled:
             return self
         _claim(self)
@@ -227,6 +230,19 @@ class Trace:
 
         return format_report(self.findings, self.watched, color=color, max_findings=max_findings,
                              verbose=verbose)
+
+
+def disabled_by_environment() -> bool:
+    """Whether ``GRADCHECK_L2C_DISABLED`` turns tracing off: ``1``, ``true`` or ``yes`` (any case) do; ``0``,
+    ``false``, ``no`` and empty do not; any other value is ignored with a one-line warning."""
+    value = os.environ.get(DISABLE_VARIABLE, "")
+    if value.strip().lower() in _OFF:
+        return True
+    if value.strip().lower() not in _ON and value not in _warned:
+        _warned.add(value)  # once per process: a pytest run starts a trace per test
+        print(f"gradcheck-l2c: warning: {DISABLE_VARIABLE}={value!r} is ignored; 1, true or yes turn tracing off",
+              file=sys.stderr)
+    return False
 
 
 def trace(watch: Any = None, *, record_sites: bool = False) -> Trace:

@@ -58,10 +58,11 @@ def test_good_output_paths_are_made_absolute_and_a_new_render_folder_is_made_lat
     assert (workdir / "new" / "graphs" / "index.html").exists()
 
 
-def test_the_checks_write_nothing(tmp_path):
+def test_the_file_checks_write_nothing_and_the_render_folder_is_made_at_once(tmp_path):
     assert output_file(str(tmp_path / "r.json"), "--json") == str(tmp_path / "r.json")
-    assert output_folder(str(tmp_path / "a" / "b"), "--render") == str(tmp_path / "a" / "b")
     assert list(tmp_path.iterdir()) == []
+    assert output_folder(str(tmp_path / "a" / "b"), "--render") == str(tmp_path / "a" / "b")
+    assert (tmp_path / "a" / "b").is_dir() and list((tmp_path / "a" / "b").iterdir()) == []
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
@@ -89,3 +90,53 @@ def test_pytest_render_option_pointing_at_a_file_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines([f"ERROR: --gradcheck-render: '{pytester.path}/a_file.txt' is a file, not a folder"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     assert "test_one" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--json", "train.py"], "--json: '{}/train.py' is the script being traced; writing the report there would "
+                             "overwrite it"),
+    (["--json", "r.json", "--sarif", "r.json"], "--sarif: '{}/r.json' is also the --json output; give each report "
+                                                "its own file"),
+    (["--sarif", "helpers.py"], "--sarif: '{}/helpers.py' is Python source beside the script (the run may import "
+                                "it); write the report to another file"),
+])
+def test_an_output_path_that_would_overwrite_what_the_run_reads_is_refused(workdir, args, message):
+    (workdir / "helpers.py").write_text("VALUE = 1\n")
+    before = (workdir / "train.py").read_text()
+    code, stdout, stderr = gradcheck(workdir, "trace", *args, "train.py")
+    assert (code, stdout) == (EXIT_USAGE, "")
+    assert stderr == f"gradcheck-l2c: error: {message.format(workdir)}\n"
+    assert (workdir / "train.py").read_text() == before and (workdir / "helpers.py").read_text() == "VALUE = 1\n"
+    assert not (workdir / "ran").exists()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_a_render_folder_the_system_refuses_is_exit_2_before_the_run(workdir):
+    code, _, stderr = gradcheck(workdir, "trace", "--render", "/proc/gradcheck-graphs", "train.py")
+    assert code == EXIT_USAGE and stderr.startswith("gradcheck-l2c: error: --render: cannot make folder")
+    assert len(stderr.splitlines()) == 1 and not (workdir / "ran").exists()
+
+
+def test_a_render_folder_the_script_turned_into_a_file_is_one_line_after_the_report(workdir):
+    (workdir / "train.py").write_text(SCRIPT + """
+import shutil
+shutil.rmtree("graphs")
+pathlib.Path("graphs").write_text("now a file")
+""")
+    code, _, stderr = gradcheck(workdir, "trace", "--render", "graphs", "train.py")
+    assert code == 1 and "Traceback" not in stderr, stderr
+    assert "gradcheck-l2c: error: --render: cannot write graphs in" in stderr
+
+
+@pytest.mark.parametrize(("value", "disabled", "warned"), [
+    ("1", True, False), ("TRUE", True, False), ("yes", True, False),
+    ("0", False, False), ("false", False, False), ("No", False, False), ("maybe", False, True),
+])
+def test_only_1_true_or_yes_disable_and_other_values_are_ignored_with_a_warning(workdir, value, disabled, warned):
+    env = dict(ENV, GRADCHECK_L2C_DISABLED=value)
+    result = subprocess.run([sys.executable, "-m", "gradcheck_l2c", "trace", "--json", "r.json", "train.py"],
+                            cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert ("tracing is off" in result.stderr) == disabled
+    assert (workdir / "r.json").exists() != disabled
+    assert (f"GRADCHECK_L2C_DISABLED={value!r} is ignored" in result.stderr) == warned

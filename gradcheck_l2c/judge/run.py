@@ -89,7 +89,8 @@ class Run:
         detector = CUTS[event.kind]
         message, fix = detector.describe(event, tensor)
         related = {"symptom": symptom, **(detector.related(event) if hasattr(detector, "related") else {})}
-        return self.finding(event.kind, rule_for(event.kind).level, tensor, event.site, message, fix,
+        site = detector.place(event) if hasattr(detector, "place") else event.site
+        return self.finding(event.kind, rule_for(event.kind).level, tensor, site, message, fix,
                             event.count, related=related)
 
     def symptom(self, watched: Watched) -> Site | None:

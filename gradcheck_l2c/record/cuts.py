@@ -26,6 +26,7 @@ from gradcheck_l2c.record.locations import (
     frame_kind,
     in_distributed,
     user_site,
+    user_stack,
 )
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Scope
@@ -59,6 +60,7 @@ class CutRecorder:
         """
         new: dict[int, Event] = {}
         inherited: Taint | None = None
+        callers: tuple[Site, ...] | None = None
         # keys whose gradient arrived where it was meant to: this cut changed nothing for them (a zero-
         # derivative op also explains exactly-zero gradients that did arrive)
         settled = self.taints.settled if kind != "non_differentiable" else ()
@@ -76,7 +78,11 @@ class CutRecorder:
             source = grad_fn_of(tensor)
             for key in keys:
                 if key not in new:
-                    facts = dict(extra, rebuilds=True) if key == rebuilt else extra
+                    facts = dict(extra, rebuilds=True) if key == rebuilt else dict(extra)
+                    if kind == "no_grad" and not self.events.has(kind, key, site, detail):
+                        # where the function running this line was called: grad may be off out there
+                        callers = callers if callers is not None else tuple(s for *_, s in user_stack(2)[1:])
+                        facts["callers"] = callers
                     new[key] = self.events.record(kind, key, site, detail, source=source, **facts)
         if not new:
             return inherited

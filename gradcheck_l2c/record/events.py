@@ -12,6 +12,7 @@ class EventExtra(TypedDict, total=False):
     """The facts some kinds of event carry besides their place and operation, given when recorded."""
 
     rebuilds: bool  # no_grad: the op rebuilt a watched leaf out of place (an update step, `w = w - lr * g`)
+    callers: tuple[Site, ...]  # no_grad: the lines of the user frames that called the cut's function, innermost first
     given: str  # tensor_rewrap: what was given ("tensor", "tensors", "array", "numbers", "number")
     requires_grad: bool  # tensor_rewrap: whether the new tensor was made with requires_grad=True
     came_from: tuple[str, Site | None] | None  # tensor_rewrap: the cut the values came through, and its line
@@ -69,6 +70,10 @@ class EventLog:
             for name, value in extra.items():
                 event.extra.setdefault(name, value)  # type: ignore[misc]
         return event
+
+    def has(self, kind: str, key: int, site: Site | None, detail: str) -> bool:
+        """Whether this event was recorded already (a fact costly to gather is gathered once)."""
+        return (kind, key, site, detail) in self._events
 
     def for_key(self, key: int) -> list[Event]:
         return [event for event in self._events.values() if event.key == key]

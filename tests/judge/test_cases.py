@@ -40,9 +40,6 @@ KNOWN_MISSES: dict[str, str] = {
         "says all 2 watched tensors got a gradient: the step ran with lr 0 and changed nothing",
     "b4_gate_params_frozen":
         "says all 2 watched tensors got a gradient: Parameters made with requires_grad=False are not watched",
-    "b4_attack_under_no_grad":
-        "no_grad error at line 13 inside the attack (tensor delta), not at the call under the caller's "
-        "no_grad on 30",
     "b4_checkpoint_lora_reentrant":
         "unused_parameter errors at the LoRA definitions 15/16 ('never took part'), not no_grad at the "
         "checkpoint on 42",

@@ -105,23 +105,43 @@ def test_no_grad_decorator_on_the_function_is_named(snippet):
     assert "remove `@torch.no_grad()`" in finding.fix
 
 
-def test_no_grad_block_in_a_caller_is_not_guessed(snippet):
+def test_no_grad_block_in_a_caller_puts_the_finding_on_the_call_it_made(snippet):
+    """The run saw which line called the function while gradients were off: that call is the line to change."""
     script, t = run(snippet, """
     model = nn.Linear(4, 3)
 
     def predict(inputs):
+        return model(inputs)  # <- inner
+
+    with torch.no_grad():  # <- off
+        out = predict(x)  # <- call
+    loss = F.cross_entropy(out, y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("call"))
+    assert {role: line for role, line in roles(finding).items() if role != "symptom"} == {
+        "disabled": script.line("off"), "used": script.line("inner")}
+    assert f"call it outside the `with torch.no_grad():` block (line {script.line('off')})" in finding.fix
+
+
+def test_a_no_grad_decorator_of_the_function_itself_keeps_the_finding_inside(snippet):
+    script, t = run(snippet, """
+    model = nn.Linear(4, 3)
+
+    @torch.no_grad()  # <- off
+    def predict(inputs):
         return model(inputs)  # <- no_grad
 
-    with torch.no_grad():
-        out = predict(x)
+    out = predict(x)
     loss = F.cross_entropy(out, y)
     loss.requires_grad_(True)
     loss.backward()
     print(model.weight.grad)
     """)
     finding = only(t.findings, "no_grad", script.line("no_grad"))
-    assert "disabled" not in roles(finding)
-    assert "block or @torch.no_grad() decorator it runs under" in finding.fix
+    assert roles(finding)["disabled"] == script.line("off")
 
 
 def test_set_grad_enabled_false_before_the_line_is_named(snippet):

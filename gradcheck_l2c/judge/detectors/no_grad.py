@@ -1,7 +1,9 @@
 """`no_grad`: computation on the path ran with gradients disabled.
 
 The message names the statement that turned gradients off when it is in the line's own function
-(`judge/grad_mode_site.py`); the fix differs for an update step that rebuilt a watched leaf
+(`judge/grad_mode_site.py`); when it is not, but a caller's line runs inside a ``with torch.no_grad():``
+(an attack or a training step called from an evaluation loop), the finding goes to that call, the line to
+change, with the inner line as ``used``. The fix differs for an update step that rebuilt a watched leaf
 (``w = w - lr * w.grad``: the recorder marks a result shaped like the leaf it came from, and the op adds a
 step to it) and for any other computation."""
 from __future__ import annotations
@@ -17,6 +19,15 @@ _UPDATES = frozenset(("sub", "add", "rsub", "__sub__", "__add__", "__rsub__", "_
 
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:
+    call = _caller_under_no_grad(event)
+    if call is not None:
+        caller, off = call
+        return (
+            f"`{event.detail}` at {event.site} ran with gradients disabled on values computed from {tensor}: the "
+            f"function was called here, inside `{off.statement}` at {off.site}, so its result has no history.",
+            f"call it outside the `{off.statement}` block (line {off.site.line}), or turn gradients back on where "
+            "it needs them (`with torch.enable_grad():` inside the function, as attacks and training steps do).",
+        )
     off = grad_disabled_at(event.site)
     how = f"by `{off.statement}` at {off.site}" if off is not None else \
         "(torch.no_grad / inference_mode / set_grad_enabled(False))"
@@ -35,9 +46,31 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
 
 
 def related(event: Event) -> dict[str, Site | None]:
-    """The statement that disabled gradients, as its own place in every output format."""
+    """The statement that disabled gradients, as its own place in every output format (and, for a caller's
+    block, the line inside the function that ran without gradients)."""
+    call = _caller_under_no_grad(event)
+    if call is not None:
+        return {"disabled": call[1].site, "used": event.site}
     off = grad_disabled_at(event.site)
     return {"disabled": off.site if off is not None else None}
+
+
+def place(event: Event) -> Site | None:
+    """The line to change: the cut's own line, or the call made inside a caller's no_grad block."""
+    call = _caller_under_no_grad(event)
+    return call[0] if call is not None else event.site
+
+
+def _caller_under_no_grad(event: Event) -> tuple[Site, GradOff] | None:
+    """When the cut's own function does not turn gradients off, the innermost caller line that runs inside a
+    block that does, and that block."""
+    if grad_disabled_at(event.site) is not None:
+        return None
+    for caller in event.extra.get("callers", ()):
+        off = grad_disabled_at(caller)
+        if off is not None and off.form == "with":
+            return caller, off
+    return None
 
 
 def _fix(off: GradOff | None) -> str:

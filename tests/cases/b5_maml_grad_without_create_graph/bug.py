@@ -1,0 +1,34 @@
+"""MAML's meta step as in dragen1860/MAML-Pytorch's meta.py (#32): the inner-loop gradient comes from
+torch.autograd.grad without create_graph, so the query loss reaches the meta-parameters only through
+their direct use in the fast weights; the second-order term through the inner gradient is cut."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def net(x, vars):
+    x = F.relu(F.linear(x, vars[0], vars[1]))
+    return F.linear(x, vars[2], vars[3])
+
+
+torch.manual_seed(0)
+meta_params = nn.ParameterList([nn.Parameter(torch.randn(16, 4) * 0.5), nn.Parameter(torch.zeros(16)),
+                                nn.Parameter(torch.randn(3, 16) * 0.5), nn.Parameter(torch.zeros(3))])
+meta_optim = torch.optim.Adam(meta_params.parameters(), lr=1e-3)
+update_lr, task_num = 0.4, 2
+tasks = [(torch.randn(6, 4), torch.randint(0, 3, (6,)), torch.randn(6, 4), torch.randint(0, 3, (6,)))
+         for _ in range(task_num)]
+for step in range(3):
+    losses_q = 0
+    for x_spt, y_spt, x_qry, y_qry in tasks:
+        logits = net(x_spt, list(meta_params))
+        loss = F.cross_entropy(logits, y_spt)
+        grad = torch.autograd.grad(loss, list(meta_params))  # <- cut_term
+        fast_weights = list(map(lambda p: p[1] - update_lr * p[0], zip(grad, meta_params)))
+        logits_q = net(x_qry, fast_weights)
+        losses_q = losses_q + F.cross_entropy(logits_q, y_qry)
+    loss_q = losses_q / task_num
+    meta_optim.zero_grad()
+    loss_q.backward()
+    meta_optim.step()
+    print(f"step {step}: query loss {loss_q.item():.4f}")

@@ -141,6 +141,8 @@ def judge(record: TraceRecord) -> Verdict:
             continue
         symptom = run.symptom(watched)
         chains = record.missed(watched.key)
+        if chains and _bare_leaf(run, watched):  # a leaf re-made from its own values (PGD's next step) on purpose
+            chains = {chain: count for chain, count in chains.items() if not _remade_as_leaf(chain)}
         if chains:
             events = ordered_events(chains.keys())
         elif symptom is not None or (record.backwards and not _bare_leaf(run, watched)):
@@ -205,6 +207,14 @@ def _bare_leaf(run: Run, watched: Watched) -> bool:
     (FGSM's input, skipped before its backward)."""
     return watched.user_leaf and not watched.explicit and not watched.is_parameter \
         and not run.optimized_param(watched)
+
+
+def _remade_as_leaf(chain: Any) -> bool:
+    """The leaf's own values (cut on the leaf itself, not on a result computed from it) became a new leaf
+    that requires grad (PGD's ``x = Variable(x.data + eta, requires_grad=True)``): the new leaf takes the
+    gradient, by design."""
+    last = chain[-1]
+    return chain[0].source is None and last.kind == "tensor_rewrap" and bool(last.extra.get("requires_grad"))
 
 
 def _listed(run: Run, watched: Watched, named: set[str]) -> bool:

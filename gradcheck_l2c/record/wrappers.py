@@ -26,7 +26,10 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
         created, ident = state.registry.created, id(param)
         created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site)
         if caller_is_user(1):  # written by the user, not made inside a torch layer
-            if isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
+            wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None
+            if wrapped is not None:  # nn.Parameter(torch.ones(..., requires_grad=True)): the same values, no cut
+                wrapped.replaced = True
+            elif isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
                 state.cuts.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
             state.registry.watch_leaf(param, site, user_leaf=True)
         elif "__deepcopy__" in library_callers(1):

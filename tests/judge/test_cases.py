@@ -81,11 +81,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b5_ngp_march_rays_no_backward":
         "autograd_error at the loss.backward() call 53 (PyTorch's message), not at the Function without a "
         "backward on 10",
-    "b5_pgd_eval_under_no_grad":
-        "no_grad error at line 17 inside _pgd, not at the call on 34 under the caller's torch.no_grad()",
-    "b5_cic_encoder_under_no_grad":
-        "no_grad error at the conv inside Encoder.forward (17), not at the call on 70 under "
-        "update()'s torch.no_grad()",
     "b5_dice_alpha_plain_tensor":
         "says all 10 watched tensors got a gradient: alpha is a plain tensor without requires_grad, so it is "
         "not watched",
@@ -101,12 +96,6 @@ KNOWN_NOISY: dict[str, str] = {
     "b5_course_optimizer_wrong_model":
         "unused_parameter errors at 9/10: model_0, left from the notebook's earlier section, is never used "
         "(true of the script, not the report's bug)",
-    "b5_gcn_lazy_edge_weight_parameter":
-        "new_parameter error at 27: nn.Parameter(torch.ones(..., requires_grad=True)) read as wrapping a "
-        "computed tensor",
-    "b5_pgd_eval_under_no_grad":
-        "data_attr error at 19 and tensor_rewrap error at 20: PGD's own re-made attack variable "
-        "(X_pgd.grad.data, Variable(X_pgd.data + eta)) read as cuts",
 }
 
 

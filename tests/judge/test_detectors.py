@@ -603,6 +603,22 @@ def test_legacy_variable_rewrap(snippet):
     assert isinstance(t.namespace["hidden"], t.namespace["Variable"])
 
 
+def test_an_attack_input_re_made_from_its_own_values_each_step_is_no_cut(snippet):
+    """PGD re-makes its input leaf from the previous one's values (`Variable(x.data + eta, requires_grad=True)`):
+    the new leaf takes the gradient by design, while a computation re-made that way still is a cut (above)."""
+    script = snippet(program("""
+    from torch.autograd import Variable
+    model = nn.Linear(4, 3)
+    x_adv = Variable(x.data, requires_grad=True)
+    for step in range(3):
+        loss = F.cross_entropy(model(x_adv), y)
+        loss.backward()
+        x_adv = Variable(x_adv.data + 0.01 * x_adv.grad.sign(), requires_grad=True)
+    print(F.cross_entropy(model(x_adv), y).item())
+    """))
+    assert problems(script.run()) == []
+
+
 def test_moving_a_model_with_to_is_no_cut(snippet):
     """``model.to(device)`` runs under no_grad inside torch and writes back into the same parameters."""
     script = snippet(program("""

@@ -210,11 +210,12 @@ def _bare_leaf(run: Run, watched: Watched) -> bool:
 
 
 def _remade_as_leaf(chain: Any) -> bool:
-    """The leaf's own values (cut on the leaf itself, not on a result computed from it) became a new leaf
-    that requires grad (PGD's ``x = Variable(x.data + eta, requires_grad=True)``): the new leaf takes the
-    gradient, by design."""
-    last = chain[-1]
-    return chain[0].source is None and last.kind == "tensor_rewrap" and bool(last.extra.get("requires_grad"))
+    """The leaf's own tensor values (``.data`` or ``.detach()`` of the leaf itself, not of a result computed
+    from it, nor a number) became a new leaf that requires grad (PGD's ``x = Variable(x.data + eta,
+    requires_grad=True)``): the new leaf takes the gradient, by design."""
+    first, last = chain[0], chain[-1]
+    return first.kind in ("data_attr", "detach") and first.source is None \
+        and last.kind == "tensor_rewrap" and bool(last.extra.get("requires_grad"))
 
 
 def _listed(run: Run, watched: Watched, named: set[str]) -> bool:

@@ -17,7 +17,7 @@ import torch
 
 from gradcheck_l2c.errors import ConcurrentTraceError, NestedTraceError, UsageError
 from gradcheck_l2c.record.interrupts import InterruptGuard
-from gradcheck_l2c.record.torch_internals import functions_off
+from gradcheck_l2c.record.torch_internals import functions_off, mode_stack
 from gradcheck_l2c.record.watch import WatchSpec
 from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
 
@@ -117,7 +117,7 @@ class Trace:
     def _stop(self) -> None:
         """Undo whatever `_start` did, newest first. Every step may run again: an interrupt may cut a
         pass short, and the next pass finishes it."""
-        if self._mode is not None and self._mode in _mode_stack():
+        if self._mode is not None and self._mode in mode_stack():
             self._mode.__exit__(None, None, None)
         if self._patches is not None:
             self._patches.restore()
@@ -297,8 +297,3 @@ def _thread_name(ident: int | None) -> str:
             return thread.name
     return str(ident)
 
-
-def _mode_stack() -> list[Any]:
-    from gradcheck_l2c.record.torch_internals import mode_stack
-
-    return mode_stack()

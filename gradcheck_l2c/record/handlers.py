@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol
 import torch
 
 from gradcheck_l2c.record.args import any_requires_grad, op_label, tensors_in
+from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
     called_by_user_past_torch,
@@ -21,11 +22,10 @@ from gradcheck_l2c.record.locations import (
     library_callers,
     user_site,
 )
-from gradcheck_l2c.record.cuts import CutRecorder
+from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import STATE_DICT_LOAD, STATE_DICT_SAVE
 from gradcheck_l2c.record.writes import WriteLog
-
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
@@ -39,6 +39,7 @@ class Mode(Protocol):
     """What a handler uses of the interceptor that called it."""
 
     state: TraceState
+    scope: Scope
     writes: WriteLog
     cuts: CutRecorder
 

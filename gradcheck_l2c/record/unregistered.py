@@ -68,9 +68,11 @@ def _problem(holder: nn.Module, value) -> str | None:
         return None
     container = type(value).__name__
     items = _items(value)
-    registered = {id(p) for p in holder.parameters()}
-    if any(isinstance(v, nn.Module) and any(id(p) not in registered for p in v.parameters()) for v in items):
-        return f"{container} of modules"
+    modules = [v for v in items if isinstance(v, nn.Module)]
+    if modules:  # the holder's parameters are gathered only for a container of modules
+        registered = {id(p) for p in holder.parameters()}
+        if any(id(p) not in registered for module in modules for p in module.parameters()):
+            return f"{container} of modules"
     if any(isinstance(v, nn.Parameter) for v in items):
         return container
     return None

@@ -107,6 +107,11 @@ RULES: tuple[Rule, ...] = (
          "Change the line named: .detach() a value carried across iterations, reduce the loss with .mean(), "
          "update leaves under torch.no_grad(), use no_grad instead of inference_mode, return one gradient per "
          "forward input."),
+    Rule("GC022", "no_update", ("warning",), False, "no update",
+         "An optimizer stepped a parameter that had its gradient, yet its values never changed over the run: a "
+         "learning rate of 0 at every step, or a gradient masked to zero before each step.",
+         "Give its parameter group a learning rate above 0 (check the scheduler's first factor), or stop zeroing "
+         "its gradient between backward() and step()."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",
          "Remove the comment, or name the code it should silence."),

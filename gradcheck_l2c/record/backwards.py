@@ -183,7 +183,10 @@ class BackwardLog:
         registry = self.registry
         if value is not None:
             watched = registry.get(tensor)
-            if watched is None or watched.nonzero_grad:
+            if watched is None:
+                return
+            watched.grad_used = True
+            if watched.nonzero_grad:
                 return
             found = nonzero(value)
             watched.nonzero_grad = watched.nonzero_grad or found

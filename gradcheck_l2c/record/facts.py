@@ -9,12 +9,14 @@ from gradcheck_l2c.record.failures import BackwardFailure, Graphless, StaleSaved
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.optimizers import OptimizerRecord, StepMiss
 from gradcheck_l2c.record.taint import Chain, Taint
+from gradcheck_l2c.record.terms import TakenGradient
 from gradcheck_l2c.record.unregistered import Unregistered
+from gradcheck_l2c.record.updates import Unchanged
 from gradcheck_l2c.record.watch import Owner, Watched, WatchSpec
 from gradcheck_l2c.record.writes import InplaceNote
 
 __all__ = [
     "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "Graphless",
     "InplaceNote", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site", "StaleSaved", "StepMiss",
-    "Taint", "Unregistered", "WatchSpec", "Watched",
+    "TakenGradient", "Taint", "Unchanged", "Unregistered", "WatchSpec", "Watched",
 ]

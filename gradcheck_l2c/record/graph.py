@@ -43,8 +43,10 @@ def call_with_large_stack(function: Callable[[], T]) -> T:
     return outcome["value"]
 
 
-def iter_nodes(roots: Iterable[Any], limit: int | None = None) -> Iterator[Any]:
-    """Yield every autograd node reachable from ``roots`` once (at most ``limit`` of them)."""
+def iter_nodes(roots: Iterable[Any], limit: int | None = None,
+               expand: Callable[[Any], bool] | None = None) -> Iterator[Any]:
+    """Yield every autograd node reachable from ``roots`` once (at most ``limit`` of them); where
+    ``expand(node)`` is false the walk yields the node but goes no further through it."""
     stack = [node for node in roots if node is not None]
     seen: set[int] = {id(node) for node in stack}
     keep_alive = list(stack)  # ids stay unique only while the nodes live
@@ -55,6 +57,8 @@ def iter_nodes(roots: Iterable[Any], limit: int | None = None) -> Iterator[Any]:
         count += 1
         if limit is not None and count >= limit:
             return
+        if expand is not None and not expand(node):
+            continue
         for child, _ in node.next_functions:
             if child is not None and id(child) not in seen:
                 seen.add(id(child))
@@ -89,6 +93,20 @@ def signature(root: Any, limit: int | None = None) -> int:
         children = tuple(order.get(id(c), -1) for c, _ in node.next_functions if c is not None)
         parts.append((type(node).__name__, children))
     return hash(tuple(parts))
+
+
+_ZERO = "gradcheck_zero_derivative"
+
+
+def mark_zero_derivative(tensor: torch.Tensor) -> None:
+    """The node that made ``tensor`` sends back only zeros (``round``, ``torch.normal``'s parameters)."""
+    if tensor.grad_fn is not None:
+        tensor.grad_fn.metadata[_ZERO] = True
+
+
+def carries_gradient(node: Any) -> bool:
+    """Whether a gradient can pass through ``node``: not one marked by :func:`mark_zero_derivative`."""
+    return not node.metadata.get(_ZERO, False)
 
 
 def grad_fn_of(tensor: torch.Tensor) -> Any:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol
 
 import torch
 
+from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.args import any_requires_grad, op_label, tensors_in
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.locations import (
@@ -32,6 +33,8 @@ _is_grad_enabled = torch.is_grad_enabled
 
 #: Ops whose derivative is zero almost everywhere: a path through them carries no gradient.
 ZERO_DERIVATIVE = ("round", "floor", "ceil", "sign", "trunc", "fix", "sgn", "heaviside")
+#: Random draws whose derivative PyTorch defines as zero for their parameters (no reparameterization).
+SAMPLING = ("normal", "bernoulli", "poisson")
 _CONVERSIONS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "type_as"}
 
 
@@ -190,18 +193,23 @@ def on_requires_grad(mode: Mode, func, args, kwargs):
     return out
 
 
-def on_zero_derivative(mode: Mode, func, args, kwargs):
+def on_zero_derivative(mode: Mode, func, args, kwargs, output: str = "step"):
     out = func(*args, **kwargs)
     state = mode.state
     if _is_grad_enabled() and isinstance(out, Tensor):
         inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
         if inputs:
-            taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=user_site(1), output="step")
+            taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=user_site(1), output=output)
             state.taints.mark(out, state.taints.merge(taint, state.taints.of_args(args, kwargs)))
+            graph.mark_zero_derivative(out)
             return out
     if state.taints or not _is_grad_enabled():
         state.taints.mark(out, state.taints.of_args(args, kwargs))
     return out
+
+
+def on_sample(mode: Mode, func, args, kwargs):
+    return on_zero_derivative(mode, func, args, kwargs, output="sample")
 
 
 def on_conversion(mode: Mode, func, args, kwargs):
@@ -276,6 +284,8 @@ def on_autograd_grad(mode: Mode, func, args, kwargs):
             state.taints.mark(grad, cut)
     returned = {key for key, grad in zip(map(key_of, inputs), grads) if key is not None and grad is not None}
     state.backwards.ended(roots, keys, sys._getframe(1), returned)
+    if kwargs.get("create_graph") and not called_from(DIFFERENTIATORS, 1):
+        state.terms.took_gradients(grads, roots)
     progress(mode)
     return grads
 
@@ -377,6 +387,11 @@ def handler_table() -> dict[Any, Callable[..., Any]]:
             func = getattr(owner, name, None)
             if func is not None:
                 table[func] = on_zero_derivative
+    for name in SAMPLING:
+        for owner in (T, torch):
+            func = getattr(owner, name, None)
+            if func is not None:
+                table[func] = on_sample
     for name in _CONVERSIONS:
         table[getattr(T, name)] = on_conversion
     return table

@@ -38,6 +38,7 @@ class Interceptor(TorchFunctionMode):
         self.scope, self.writes, self.cuts = state.scope, state.writes, state.cuts
         self.handlers: dict[Any, Callable[..., Any]] = handler_table()  # func -> handlers.on_*
         self.user_leaves = state.registry.user_leaves
+        self.terms = state.terms
         self.origins = state.origins
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -83,6 +84,8 @@ class Interceptor(TorchFunctionMode):
                     remember_site(out, scope.module_path)
             if origins.recording and out.requires_grad:
                 origins.made(out)  # the first iteration: the line, for autograd's errors
+            if self.terms.unplaced and out.requires_grad and out.numel() == 1:
+                self.terms.scalar_made(out)  # a penalty's gradients wait for a loss: where losses are made
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf and caller_is_user(1):
                 state.registry.watch_leaf(out, user_site(1), user_leaf=True)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):

@@ -12,6 +12,7 @@ from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
 from gradcheck_l2c.record.torch_internals import functions_off
+from gradcheck_l2c.record.updates import UpdateLog
 from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
 
@@ -61,8 +62,10 @@ class StepMiss:
 class OptimizerLog:
     """Every optimizer of the trace, and what each of its steps found."""
 
-    def __init__(self, registry: WatchRegistry, taints: TaintStore, events: EventLog, clock: Clock) -> None:
+    def __init__(self, registry: WatchRegistry, taints: TaintStore, events: EventLog, clock: Clock,
+                 updates: UpdateLog) -> None:
         self.registry, self.taints, self.events, self.clock = registry, taints, events, clock
+        self.updates = updates
         self.records: list[OptimizerRecord] = []
         self.live: dict[int, OptimizerRecord] = {}  # id(optimizer) -> record, for the optimizers alive
         # keys missed by a backward since an optimizer holding them last stepped, keys some step found with
@@ -133,6 +136,7 @@ class OptimizerLog:
         clock = self.clock
         clock.steps += 1
         record.step_site, record.step_order = site, clock.steps
+        self.updates.step(optimizer, record.keys)
         since, since_assigned = self._last_step.get(id(optimizer), (0, 0))
         self._last_step[id(optimizer)] = (clock.backwards, clock.assigned)
         if self._stepped(record, site) or closure or (clock.backwards == since and clock.assigned == since_assigned):
@@ -173,6 +177,7 @@ class OptimizerLog:
             # last step (zero_grad(set_to_none=False) leaves zeros, which are no gradient)
             if grad is not None and ((key in reached and not chains) or nonzero(grad)):
                 self.stepped_keys.add(key)
+                self.updates.stepping(key, tensor, record.optimizer(), site)
                 self.misses.pop(key, None)
                 self.taints.settle(key)  # its cuts no longer matter: they need not travel further
                 continue

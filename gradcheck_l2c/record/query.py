@@ -33,7 +33,8 @@ from gradcheck_l2c.record.locations import module_site
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.scope import Clock, Scope
 from gradcheck_l2c.record.taint import TaintStore
-from gradcheck_l2c.record.terms import TermLog
+from gradcheck_l2c.record.terms import TakenGradient, TermLog
+from gradcheck_l2c.record.updates import Unchanged
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry, selected
 from gradcheck_l2c.record.writes import WriteLog
@@ -149,12 +150,22 @@ class TraceRecord:
         return self._terms.found
 
     @property
+    def taken_gradients(self) -> list[TakenGradient]:
+        """Gradients taken with ``create_graph=True``, per user line, and whether a backward ran through them."""
+        return list(self._terms.taken.values())
+
+    @property
     def nonleaf_reads(self) -> list[NonLeafRead]:
         return self._backwards.nonleaf_reads
 
     @property
     def optimizers(self) -> list[OptimizerRecord]:
         return self._optimizers.records
+
+    @property
+    def unchanged(self) -> list[Unchanged]:
+        """Stepped parameters (with their gradient) whose values never changed over the run."""
+        return self._optimizers.updates.found
 
     @property
     def inplace_notes(self) -> dict[tuple[Site | None, str], InplaceNote]:

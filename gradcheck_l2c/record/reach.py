@@ -8,6 +8,7 @@ from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.watch import WatchRegistry
 
 _REACH = "gradcheck_reach"  # the answer, cached in the metadata of the node it was asked for
+_LIVE = "gradcheck_live_reach"  # the same, counting only paths a nonzero gradient can take
 
 
 class Reachability:
@@ -18,6 +19,14 @@ class Reachability:
 
     def __call__(self, tensor: torch.Tensor) -> frozenset[int]:
         """Watched keys whose leaves are reachable from ``tensor`` through live autograd history."""
+        return self._walk(tensor, _REACH, None)
+
+    def carrying(self, tensor: torch.Tensor) -> frozenset[int]:
+        """Watched keys a nonzero gradient from ``tensor`` can reach: paths through nodes that send back
+        only zeros (``round``, ``torch.normal``'s parameters) do not count."""
+        return self._walk(tensor, _LIVE, graph.carries_gradient)
+
+    def _walk(self, tensor: torch.Tensor, cache: str, expand) -> frozenset[int]:
         if not tensor.requires_grad:
             return frozenset()
         node = graph.grad_fn_of(tensor)
@@ -27,12 +36,12 @@ class Reachability:
                 key = self.adopt(tensor)
             return frozenset() if key is None else frozenset((key,))
         metadata = node.metadata
-        cached = metadata.get(_REACH)
+        cached = metadata.get(cache)
         if cached is not None:
             return cached
         key_of = self.registry.key_of
         keys = set()
-        for child in graph.iter_nodes([node], graph.SAFE_WALK):
+        for child in graph.iter_nodes([node], graph.SAFE_WALK, expand):
             variable = getattr(child, "variable", None)
             if variable is not None:
                 key = key_of(variable)
@@ -41,7 +50,7 @@ class Reachability:
                 if key is not None:
                     keys.add(key)
         result = frozenset(keys)
-        metadata[_REACH] = result
+        metadata[cache] = result
         return result
 
     def adopt(self, param: torch.Tensor) -> int | None:

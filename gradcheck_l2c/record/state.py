@@ -29,6 +29,7 @@ from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock, Scope
 from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.terms import TermLog
+from gradcheck_l2c.record.updates import UpdateLog
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry, WatchSpec
 from gradcheck_l2c.record.writes import WriteLog
@@ -52,8 +53,9 @@ class TraceState:
         self.ddp = DdpLog()
         self.cuts = CutRecorder(self.registry, self.reach, self.events, self.taints, self.scope)
         self.writes = WriteLog(self.registry, self.reach, self.events)
-        self.optimizers = OptimizerLog(self.registry, self.taints, self.events, self.clock)
-        self.terms = TermLog(self.taints)
+        self.updates = UpdateLog()
+        self.optimizers = OptimizerLog(self.registry, self.taints, self.events, self.clock, self.updates)
+        self.terms = TermLog(self.taints, self.reach)
         self.backwards = BackwardLog(self.registry, self.taints, self.events, self.optimizers, self.cuts,
                                      self.unregistered, self.terms, self.clock, self.discover)
         self.failures = FailureRecorder(self.registry, self.taints, self.events, self.writes, self.optimizers,
@@ -119,6 +121,7 @@ class TraceState:
                 if module is not None:
                     watched.site = attribute_site(module, watched.owner.attribute)
         self.unregistered.collect(self.registry)
+        self.updates.compare()
 
     def end(self) -> None:
         """Remove the hooks on watched tensors (the trace stops)."""

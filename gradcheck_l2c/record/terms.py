@@ -4,13 +4,16 @@ their update (a penalty computed under no_grad, from ``.detach()``, or from a gr
 ``create_graph=True``)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from gradcheck_l2c.record.args import flat
 from gradcheck_l2c.record.locations import Site, user_site
-from gradcheck_l2c.record.taint import Chain, TaintedFloat, TaintStore
+from gradcheck_l2c.record.origins import MADE
+from gradcheck_l2c.record.reach import Reachability
+from gradcheck_l2c.record.taint import Chain, Taint, TaintedFloat, TaintStore
 
 Tensor = torch.Tensor
 #: Ops that add terms into a loss; in-place forms included (``loss += term``).
@@ -23,17 +26,54 @@ _TERM_NODES = frozenset(("AddBackward0", "AddBackward1", "SubBackward0", "SubBac
                          "ViewBackward0", "SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0",
                          "ToCopyBackward0", "CloneBackward0"))
 _MARK = "gradcheck_dead_terms"
+_LOSS_SITE = "gradcheck_loss_site"
 _WALK = 256
+
+
+@dataclass(eq=False)
+class TakenGradient:
+    """Gradients one user line took with ``create_graph=True`` (to put a penalty on them, as WGAN-GP and R1
+    do), and whether any later backward ran through them; ``loss_site``: the line that made the loss of the
+    first backward that ran while none had been used, where the term belongs."""
+
+    site: Site | None
+    keys: frozenset[int]
+    taken: int = 0
+    used: bool = False
+    loss_site: Site | None = None
+
+    def fired(self, *_: Any) -> None:
+        self.used = True
 
 
 class TermLog:
     """Dead terms marked on the nodes that added them, and those a backward found (``found``: (where the term
     was added, the watched key, the chain of cuts its values went through) -> how often)."""
 
-    def __init__(self, taints: TaintStore) -> None:
+    def __init__(self, taints: TaintStore, reach: Reachability) -> None:
         self.taints = taints
+        self.reach = reach
         self.marked = 0
         self.found: dict[tuple[Site | None, int, Chain], int] = {}
+        self.taken: dict[Site | None, TakenGradient] = {}
+        self.unplaced: list[TakenGradient] = []
+
+    def took_gradients(self, grads: Any, roots: list[Tensor]) -> None:
+        """``autograd.grad(..., create_graph=True)`` returned ``grads`` from user code: watch their nodes, so
+        that a backward through them (the penalty reached a loss) is seen."""
+        site = user_site(2)
+        record = self.taken.get(site)
+        if record is None:
+            keys = frozenset().union(*(self.reach(r) for r in roots if isinstance(r, Tensor)))
+            record = self.taken[site] = TakenGradient(site, keys)
+        record.taken += 1
+        if record.used:
+            return
+        for grad in grads:
+            if isinstance(grad, Tensor) and grad.grad_fn is not None:
+                grad.grad_fn.register_prehook(record.fired)
+        if record.loss_site is None:
+            self.unplaced.append(record)
 
     def added(self, func: Any, args: tuple, out: Any) -> None:
         """An op that adds terms ran in grad mode while some values carry taint: when a scalar term without
@@ -46,7 +86,10 @@ class TermLog:
         dead = None
         for arg in flat(args):
             if isinstance(arg, Tensor):
-                if arg.requires_grad or (stacked and arg.numel() != 1):
+                if stacked and arg.numel() != 1:
+                    continue
+                if arg.requires_grad:
+                    dead = self.taints.merge(dead, self._zeroed(arg))
                     continue
             elif type(arg) is not TaintedFloat:
                 continue
@@ -55,8 +98,22 @@ class TermLog:
             out.grad_fn.metadata[_MARK] = (user_site(2), dead)
             self.marked += 1
 
+    def _zeroed(self, term: Tensor) -> Taint | None:
+        """For a term that has gradient: the watched tensors its values came from only through ops that send
+        back zeros (``round``, ``torch.normal``'s parameters), never on purpose: ``.detach()`` of an
+        actor-critic's advantage leaves its term a gradient for the actor and is no dead term."""
+        taint = self.taints.get(term)
+        if taint is None:
+            return None
+        carried = self.reach.carrying(term)
+        chains = {key: chain for key, chain in taint.chains.items()
+                  if key not in carried and all(event.kind == "non_differentiable" for event in chain)}
+        return Taint(chains) if chains else None
+
     def check(self, roots: list[Tensor], reached: set[int]) -> None:
         """A backward ended: the dead terms its loss summed whose watched tensors it reached otherwise."""
+        if self.unplaced:
+            self._place(roots)
         if not self.marked or not reached:
             return
         stack = [root.grad_fn for root in roots if isinstance(root, Tensor) and root.grad_fn is not None]
@@ -75,3 +132,23 @@ class TermLog:
                         self.found[index] = self.found.get(index, 0) + 1
             if type(node).__name__ in _TERM_NODES:
                 stack.extend(child for child, _ in node.next_functions)
+
+    @staticmethod
+    def scalar_made(out: Tensor) -> None:
+        """A scalar with history was made while gradients taken for a penalty are unused: note its line."""
+        if _LOSS_SITE not in out.grad_fn.metadata:
+            out.grad_fn.metadata[_LOSS_SITE] = user_site(2)
+
+    def _place(self, roots: list[Tensor]) -> None:
+        """Gradients taken for a penalty that this backward did not run through: its loss is where they belong."""
+        node = next((r.grad_fn for r in roots if isinstance(r, Tensor) and r.grad_fn is not None), None)
+        if node is None:
+            return
+        made = node.metadata.get(MADE)
+        site = made[0][2] if made else node.metadata.get(_LOSS_SITE)
+        if site is None:
+            return
+        for record in self.unplaced:
+            if not record.used and record.loss_site is None:
+                record.loss_site = site
+        self.unplaced.clear()

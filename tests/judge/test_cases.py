@@ -50,21 +50,12 @@ KNOWN_MISSES: dict[str, str] = {
         "says all 4 watched tensors got a gradient: the list(model.parameters()) snapshot aliasing live "
         "weights is not reported",
     # Batch 5, first pass (tests/cases/README.md): what the tool said instead.
-    "b5_wgan_gp_penalty_dropped":
-        "says all 8 watched tensors got a gradient: the gradient penalty computed but never added to loss_D "
-        "is not reported",
-    "b5_simac_feature_loss_item":
-        "says all 16 watched tensors got a gradient: the feature term added as target_loss.detach().item() "
-        "is not reported",
     "b5_maml_grad_without_create_graph":
         "says all 4 watched tensors got a gradient: the inner autograd.grad without create_graph (the cut "
         "second-order term) is not reported",
     "b5_hier_dependence_loss_argmax":
         "cut_term warnings at the argmax lines 38/39, not at the torch.where indicator on 41 that the fix "
         "replaces",
-    "b5_vae_torch_normal_sample":
-        "says all 10 watched tensors got a gradient: torch.normal's zero gradient to mu/std (the cut "
-        "reconstruction path) is not reported",
     "b5_mmf_pooler_not_in_param_groups":
         "optimizer warning at the AdamW line 37, not at the param-group list on 31 that leaves the pooler out",
     "b5_universe_mpd_missing_from_optimizer":

@@ -15,6 +15,7 @@ from gradcheck_l2c.judge.detectors import (
     module_in_forward,
     new_parameter,
     no_grad,
+    no_update,
     non_differentiable,
     non_leaf_watched,
     non_parameter_tensor,
@@ -33,4 +34,4 @@ CUTS = {
                    non_differentiable, grad_no_graph)
 }
 SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term)
+            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term, no_update)

@@ -18,16 +18,38 @@ def scan(run) -> list[Finding]:
         if key not in run.keys:
             continue
         watched = run.record.watched_at(key)
-        if not run.optimized_param(watched):
-            continue  # no optimizer updates it: a term cut from it changes no update
+        if not (run.optimized_param(watched) or watched.grad_used):
+            continue  # neither an optimizer nor the script's own update uses its gradient: the cut changes nothing
         name = watched.name
         for event in chain:
             fix = run.cut_finding(event, name).fix
             how = f"`{event.detail}` ran with gradients disabled and" if event.kind == "no_grad" else f"`{event.detail}`"
             found.append(run.finding(
                 KIND, "warning", name, event.site,
-                f"{how} cut a term of the loss from {name}: the term added at {added_at} carries no gradient, so "
-                f"it adds nothing to {name}'s update, although the loss's other terms reach it.",
+                f"{how} cut a term of the loss from {name}: the term added at {added_at} carries no gradient to it, "
+                f"so it adds nothing to {name}'s update, although the loss's other terms reach it.",
                 fix, count, related={"symptom": added_at},
             ))
+    return found + _unused_gradients(run)
+
+
+def _unused_gradients(run) -> list[Finding]:
+    """Gradients taken with ``create_graph=True`` (a penalty on them, as WGAN-GP's and R1's) that no backward
+    ever ran through: the penalty never reached a loss. The finding sits on the loss it was meant for."""
+    found = []
+    for taken in run.record.taken_gradients:
+        keys = [key for key in taken.keys if key in run.keys]
+        if taken.used or not keys or not any(run.optimized_param(run.record.watched_at(k)) for k in keys):
+            continue
+        names = sorted({run.name(key) for key in keys})
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        where = taken.loss_site or taken.site
+        found.append(run.finding(
+            KIND, "warning", shown, where,
+            f"the gradients taken at {taken.site} with create_graph=True never reached a backward: what was "
+            f"computed from them (a gradient penalty) is in no loss, so it adds nothing to the update of {shown}.",
+            "add the term computed from those gradients to this loss (loss = loss + penalty) before backward(); "
+            "if the gradients are only logged, drop create_graph=True.",
+            taken.taken, related={"defined": taken.site},
+        ))
     return found

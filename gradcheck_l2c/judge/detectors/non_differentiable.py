@@ -19,6 +19,9 @@ _COMPARISONS = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "greater": ">", "l
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:
     op = event.detail
+    if event.extra.get("output") == "sample":
+        return (f"`{op}` draws a random sample whose derivative to its parameters PyTorch defines as zero, "
+                f"so no gradient reaches {tensor} through it.", _fix(op, "sample"))
     return (
         f"`{op}` has no useful derivative (its output is constant almost everywhere), "
         f"so no gradient reaches {tensor} through it.",
@@ -28,6 +31,13 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
 
 def _fix(op: str, output: str | None) -> str:
     name = op.strip("_")
+    if output == "sample":
+        if name == "normal":
+            return ("draw the sample by reparameterization so gradients reach the mean and std: "
+                    "z = mean + std * torch.randn_like(std) (with torch.distributions, rsample() instead of sample()).")
+        return (f"`{op}` draws a sample whose gradient to its parameters is zero: use a relaxed sample "
+                "(torch.distributions.RelaxedBernoulli(...).rsample(), F.gumbel_softmax) or a score-function "
+                "loss (log_prob(sample) * reward).")
     if output == "step":
         return (f"use a straight-through estimator where {op} must stay in the forward pass: "
                 f"y = x + (torch.{name}(x) - x).detach() has {op}'s values and the identity's gradient.")

@@ -1,0 +1,32 @@
+"""`no_update`: an optimizer stepped a parameter with its gradient, yet the parameter ends the run with the
+values it had before its first step. The gradient was there; the update was not (a learning rate of 0 at
+every step, a gradient masked to zero before each step)."""
+from __future__ import annotations
+
+from gradcheck_l2c.records import Finding
+
+KIND = "no_update"
+
+
+def scan(run) -> list[Finding]:
+    found = []
+    for fact in run.record.unchanged:
+        if fact.key not in run.keys:
+            continue
+        watched = run.record.watched_at(fact.key)
+        if not watched.trainable() or not watched.nonzero_grad:
+            continue  # frozen on purpose (a freezing schedule), or its gradient was zero: no step moves it
+        name = watched.name
+        if fact.lr_always_zero:
+            why = f"its parameter group's learning rate was 0 at every step of {fact.optimizer}"
+            fix = ("give the group a learning rate above 0; where a scheduler sets it, its factor at step 0 must not "
+                   "be 0 (a linear warmup current_step / warmup_steps is: use (current_step + 1) / warmup_steps).")
+        else:
+            why = f"{fact.optimizer}'s steps did not move it"
+            fix = ("make sure the gradient the step reads is the one backward() computed: nothing between backward() "
+                   "and step() may zero it (a hook, a mask, a manual .grad write) or skip the parameter.")
+        found.append(run.finding(
+            KIND, "warning", name, fact.step_site,
+            f"{name} got its gradient, but its values never changed over the run: {why}.", fix,
+        ))
+    return found

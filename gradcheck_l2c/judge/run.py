@@ -136,6 +136,9 @@ def judge(record: TraceRecord) -> Verdict:
             if miss is not None:
                 unstepped.add(watched.key)
                 run.findings.extend(_step_miss_findings(run, watched, miss))
+            elif watched.cut_read is not None:
+                run.findings.extend(run.cut_finding(event, watched.name, symptom=watched.cut_read)
+                                    for event in ordered_events(record.missed(watched.key)))
             elif watched.zero_checks and not watched.nonzero_grad:
                 zero.append(watched)
             continue

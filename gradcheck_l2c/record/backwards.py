@@ -56,6 +56,7 @@ class BackwardLog:
         self._discover = discover
         self.events_at_backward = 0  # events recorded before the last backward ended
         self.missed: dict[int, dict[Chain, int]] = {}  # watched key -> the cut chains backward missed it by
+        self.cut_off: set[int] = set()  # the keys the latest backward missed through a cut
         self.consumers: dict[int, str] = {}  # watched key -> op that takes the leaf
         self.graphs: list[PendingGraph] = []
         self.graph_signatures: set[int] = set()
@@ -93,7 +94,7 @@ class BackwardLog:
             watched.last_reached = backwards
             if not watched.ever_grad:
                 watched.ever_grad = True
-                if not optimizers.holding(key):
+                if not optimizers.holding(key) and not watched.grad_used:
                     self.taints.settle(key)  # else once a step finds its gradient
                 optimizers.first_gradient(watched)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
@@ -108,6 +109,7 @@ class BackwardLog:
         taint = None
         for root in roots:
             taint = self.taints.merge(taint, self.taints.get(root))
+        self.cut_off = set()
         if taint is None:
             return
         missing: dict[int, list[Chain]] = {}
@@ -122,6 +124,7 @@ class BackwardLog:
             optimizers.missed(key, chain)
             missing.setdefault(key, []).append(chain)
         if missing:
+            self.cut_off = set(missing)
             self._capture(roots, missing)
 
     def _note_consumers(self, roots: list[Tensor]) -> set[int]:
@@ -174,7 +177,7 @@ class BackwardLog:
             optimizers.reached({watched.key})
         if not watched.ever_grad:
             watched.ever_grad = True
-            if not optimizers.holding(watched.key):
+            if not optimizers.holding(watched.key) and not watched.grad_used:
                 self.taints.settle(watched.key)
             optimizers.first_gradient(watched)
 
@@ -185,7 +188,7 @@ class BackwardLog:
             watched = registry.get(tensor)
             if watched is None:
                 return
-            watched.grad_used = True
+            watched.grad_used = True  # the script itself reads it: its cuts keep travelling (`settle`)
             if watched.nonzero_grad:
                 return
             found = nonzero(value)
@@ -196,6 +199,8 @@ class BackwardLog:
         watched = registry.get(tensor)
         if watched is not None:
             watched.grad_read = watched.grad_read or site
+            if watched.ever_grad and watched.key in self.cut_off:
+                watched.cut_read = watched.cut_read or site  # it learnt before, but not from this loss
             if watched.variable is None and watched.owner is None:
                 frame = user_frame(2)
                 if frame is not None:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record import torch_internals
-from gradcheck_l2c.record.args import data_items, holds_tensor, inplace_targets, op_label, tensors_in
+from gradcheck_l2c.record.args import data_items, flat, holds_tensor, inplace_targets, op_label, tensors_in
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
 from gradcheck_l2c.record.locations import (
@@ -178,6 +178,9 @@ class CutRecorder:
         exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
         rebuilt = None if inplace else self._rebuilt(inputs, out)
         taint = self.taints.of_args(args, kwargs)
+        if self.scope.custom_forward and self.scope.captured:
+            key_of = self.registry.key_of
+            self.scope.captured[-1].update(k for k in (key_of(t) for t in inputs if t.is_leaf) if k is not None)
         if any(self.reach(t) - exclude for t in inputs) and not self.scope.custom_forward \
                 and not called_from(_NOT_CUTS, 1) and not _in_module_apply():
             taint = self.taints.merge(taint, self.cut("no_grad", op_label(func), inputs, site=user_site(1),
@@ -190,6 +193,15 @@ class CutRecorder:
         taint = without(taint, exclude)
         for target in targets:
             self.taints.assign(target, taint)
+
+    def function_ran(self, function: type, args: tuple, used: set[int]) -> None:
+        """A custom ``autograd.Function``'s forward (a reentrant checkpoint's too) used watched leaves that
+        were not among its inputs: autograd gives them no gradient through it, unless its backward runs a
+        graph of its own (a checkpoint's recomputation); cut here if they never get one."""
+        passed = {k for k in map(self.registry.key_of, (a for a in flat(args) if isinstance(a, Tensor))) if k is not None}
+        tensors = [t for t in (self.registry.all[k].tensor for k in used - passed) if t is not None]
+        if tensors:
+            self.cut("no_grad", f"{function.__name__}.forward", tensors, site=user_site(2), function=True)
 
     def _rebuilt(self, inputs: list[Tensor], out: Any) -> int | None:
         """``w = w - lr * w.grad`` under no_grad: the key of the watched leaf that a new tensor shaped like

@@ -12,11 +12,12 @@ class EventExtra(TypedDict, total=False):
     """The facts some kinds of event carry besides their place and operation, given when recorded."""
 
     rebuilds: bool  # no_grad: the op rebuilt a watched leaf out of place (an update step, `w = w - lr * g`)
+    function: bool  # no_grad: a custom autograd Function's forward used the watched leaf without taking it as input
     callers: tuple[Site, ...]  # no_grad: the lines of the user frames that called the cut's function, innermost first
     given: str  # tensor_rewrap: what was given ("tensor", "tensors", "array", "numbers", "number")
     requires_grad: bool  # tensor_rewrap: whether the new tensor was made with requires_grad=True
     came_from: tuple[str, Site | None] | None  # tensor_rewrap: the cut the values came through, and its line
-    output: str  # non_differentiable: "bool" (a mask), "integer" (indices, a cast) or "step" (round, sign)
+    output: str  # non_differentiable: "bool" (a mask), "integer" (indices, a cast), "step" (round, sign), "sample"
     snapshot: Site | None  # state_dict_alias: where the stale state_dict() snapshot was taken
     outer: str  # module_in_forward: the class whose forward built the module
     saver: str  # inplace_saved: the autograd node that saved the tensor

@@ -179,7 +179,8 @@ class OptimizerLog:
                 self.stepped_keys.add(key)
                 self.updates.stepping(key, tensor, record.optimizer(), site)
                 self.misses.pop(key, None)
-                self.taints.settle(key)  # its cuts no longer matter: they need not travel further
+                if not self.registry.all[key].grad_used:  # else the script's own reads may still show a cut
+                    self.taints.settle(key)  # its cuts no longer matter: they need not travel further
                 continue
             if chains:
                 miss = self.misses.get(key)

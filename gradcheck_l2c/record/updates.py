@@ -1,6 +1,6 @@
 """Whether the tensors optimizers stepped with a gradient ever changed: a parameter that got its gradient
-and was stepped, yet holds the values it had before its first step when the trace ends, learnt nothing
-(a learning rate of 0, a gradient masked to zero before each step, a step that skipped it).
+and was stepped, yet holds the values it had before its first step when the trace ends, learnt nothing,
+because its learning rate was 0 or the gradient each step read had been zeroed after backward.
 
 Values are compared through a fingerprint (three float64 sums) taken once, before the first step that had
 the parameter's gradient, and once more at the end: two reductions per parameter for the whole run.
@@ -20,12 +20,14 @@ from gradcheck_l2c.record.torch_internals import functions_off
 @dataclass(eq=False)
 class Unchanged:
     """A stepped parameter whose values never changed: the step that first had its gradient, the optimizer,
-    and whether its group's learning rate was 0 at every step."""
+    whether its group's learning rate was 0 at every step, and whether the gradient each step read was all
+    zeros (although backward had given it one)."""
 
     key: int
     optimizer: str
     step_site: Site | None
     lr_always_zero: bool
+    grad_always_zero: bool
 
 
 def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
@@ -33,6 +35,12 @@ def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
     with functions_off(), torch.no_grad():
         values = tensor.detach().to(torch.float64)
         return torch.stack((values.sum(), values.abs().sum(), (values * values).sum())).cpu()
+
+
+def _zero_grad(tensor: torch.Tensor) -> bool:
+    with functions_off():
+        grad = tensor.grad
+        return grad is None or not bool(grad.any())
 
 
 def _lr_is_zero(group: dict) -> bool:
@@ -44,39 +52,67 @@ def _lr_is_zero(group: dict) -> bool:
 
 
 class UpdateLog:
-    """Fingerprints of stepped parameters, and which of them only ever saw a learning rate of 0."""
+    """Fingerprints of stepped parameters not yet seen to change, and which of them only ever saw a learning
+    rate of 0. A parameter is looked at again before each later step of its optimizer until it changed (in
+    a correct run: once) or was seen unchanged ``_LOOKS`` times; the script's objects may be gone when the
+    trace ends, so what the steps saw is the verdict for a tensor no longer alive then."""
+
+    _LOOKS = 3
 
     def __init__(self) -> None:
-        self._first: dict[int, tuple[weakref.ref, torch.Tensor, str, Site | None]] = {}
-        self._zero_lr: set[int] = set()  # fingerprinted keys whose group had lr 0 at every step so far
+        self._pending: dict[int, _Pending] = {}
+        self._settled: set[int] = set()  # keys whose values changed
         self.found: list[Unchanged] = []  # filled by `compare` at the end of the trace
 
     def stepping(self, key: int, tensor: torch.Tensor, optimizer: Any, site: Site | None) -> None:
         """``optimizer`` is about to step ``tensor`` (watched as ``key``) with its gradient, maybe first."""
-        if key in self._first:
+        if key in self._pending or key in self._settled:
             return
-        self._first[key] = (weakref.ref(tensor), fingerprint(tensor), type(optimizer).__name__, site)
         group = next((g for g in optimizer.param_groups if any(p is tensor for p in g["params"])), None)
-        if group is not None and _lr_is_zero(group):
-            self._zero_lr.add(key)
+        self._pending[key] = _Pending(weakref.ref(tensor), fingerprint(tensor), type(optimizer).__name__, site,
+                                      group is not None and _lr_is_zero(group), _zero_grad(tensor))
 
     def step(self, optimizer: Any, keys: set[int]) -> None:
-        """A step of ``optimizer`` (holding ``keys``): a nonzero learning rate clears the keys it steps."""
-        waiting = self._zero_lr & keys
+        """A step of ``optimizer`` (holding ``keys``) is about to run: the parameters it stepped before and
+        that were not seen to change are looked at now, and a nonzero learning rate is noted."""
+        pending = self._pending
+        if not pending:
+            return
+        waiting = [key for key in keys if key in pending and pending[key].looks < self._LOOKS]
         if not waiting:
             return
-        for group in optimizer.param_groups:
-            if not _lr_is_zero(group):
-                ids = {id(p) for p in group["params"]}
-                for key in list(waiting):
-                    tensor = self._first[key][0]()
-                    if tensor is not None and id(tensor) in ids:
-                        self._zero_lr.discard(key)
+        lrs = {id(p): _lr_is_zero(group) for group in optimizer.param_groups for p in group["params"]}
+        for key in waiting:
+            entry = pending[key]
+            tensor = entry.ref()
+            if tensor is None:
+                continue
+            if not torch.equal(fingerprint(tensor), entry.before):
+                del pending[key]
+                self._settled.add(key)
+                continue
+            entry.looks += 1
+            entry.lr_always_zero = entry.lr_always_zero and lrs.get(id(tensor), True)
+            entry.grad_always_zero = entry.grad_always_zero and _zero_grad(tensor)
 
     def compare(self) -> None:
-        """The trace ends: the stepped parameters (still alive) whose values are what they were before
-        their first step."""
-        for key, (ref, before, optimizer, site) in self._first.items():
-            tensor = ref()
-            if tensor is not None and torch.equal(fingerprint(tensor), before):
-                self.found.append(Unchanged(key, optimizer, site, key in self._zero_lr))
+        """The trace ends: the stepped parameters whose values are what they were before their first step,
+        by a last look where the tensor is alive, else by what the later steps saw."""
+        for key, entry in self._pending.items():
+            tensor = entry.ref()
+            unchanged = torch.equal(fingerprint(tensor), entry.before) if tensor is not None else entry.looks > 0
+            if unchanged and (entry.lr_always_zero or entry.grad_always_zero):
+                # else the steps were too small to move it in floating point: vanishing, not missing
+                self.found.append(Unchanged(key, entry.optimizer, entry.site, entry.lr_always_zero,
+                                            entry.grad_always_zero))
+
+
+@dataclass(eq=False)
+class _Pending:
+    ref: weakref.ref
+    before: torch.Tensor
+    optimizer: str
+    site: Site | None
+    lr_always_zero: bool
+    grad_always_zero: bool
+    looks: int = 0  # later steps that saw it unchanged

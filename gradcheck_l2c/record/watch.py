@@ -47,6 +47,7 @@ class Watched:
     nonzero_grad: bool = False
     zero_checks: int = 0
     grad_read: Site | None = None  # user code read .grad and found None or zeros
+    cut_read: Site | None = None  # a read that found None or zeros after a backward missed it through a cut
     grad_used: bool = False  # user code read .grad and found a value (a hand-written update, an attack step)
     replaced: bool = False  # a torch layer reparametrised it (weight_norm ...): judged through the new leaves
     copied: bool = False  # copy.deepcopy copied it: a template, judged through its copies

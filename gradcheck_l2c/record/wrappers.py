@@ -56,15 +56,23 @@ def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[
 
 
 def function_apply(state: TraceState, original: Any) -> Callable[..., Any]:
-    """``autograd.Function.apply``: a custom Function's forward runs without grad by design, which is no cut."""
+    """``autograd.Function.apply``: a custom Function's forward runs without grad by design, which is no cut;
+    the watched leaves it used without taking them as inputs are (`CutRecorder.function_ran`)."""
     def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
         if not state.scope.in_trace_thread():
             return original.__get__(None, cls)(*args, **kwargs)
-        state.scope.custom_forward += 1
+        scope = state.scope
+        scope.custom_forward += 1
+        used: set[int] = set()
+        scope.captured.append(used)
         try:
-            return original.__get__(None, cls)(*args, **kwargs)
+            out = original.__get__(None, cls)(*args, **kwargs)
         finally:
-            state.scope.custom_forward -= 1
+            scope.captured.pop()
+            scope.custom_forward -= 1
+        if used:
+            state.cuts.function_ran(cls, args, used)
+        return out
 
     return apply
 

@@ -40,9 +40,6 @@ KNOWN_MISSES: dict[str, str] = {
         "says all 2 watched tensors got a gradient: the step ran with lr 0 and changed nothing",
     "b4_gate_params_frozen":
         "says all 2 watched tensors got a gradient: Parameters made with requires_grad=False are not watched",
-    "b4_checkpoint_lora_reentrant":
-        "unused_parameter errors at the LoRA definitions 15/16 ('never took part'), not no_grad at the "
-        "checkpoint on 42",
     "b4_fgsm_output_non_leaf":
         "non_leaf_watched error at line 13 (the clamp that made it), not at the return on 15 where the fix "
         "goes",
@@ -77,9 +74,6 @@ KNOWN_MISSES: dict[str, str] = {
         "not watched",
     "b5_opennre_att_weight_data":
         "says all 5 watched tensors got a gradient: the attention path cut by fc.weight.data is not reported",
-    "b5_bert_checkpoint_frozen_embeddings":
-        "unused_parameter at the layer definitions 13 ('never took part'), not no_grad at the reentrant "
-        "checkpoint on 22",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

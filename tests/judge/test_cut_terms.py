@@ -143,3 +143,90 @@ def test_a_gradient_penalty_without_create_graph_is_named_at_autograd_grad(snipp
 def test_terms_with_a_gradient_of_their_own_stay_silent(snippet, code):
     _, found = findings(snippet, code)
     assert loud(found) == []
+
+
+def test_a_sample_drawn_without_reparameterization_cuts_its_term_from_the_encoder(snippet):
+    script, found = findings(snippet, """
+    dec = nn.Linear(1, 4)
+    vae = torch.optim.Adam([*model.parameters(), *dec.parameters()], lr=1e-3)
+    for step in range(2):
+        mu = model(x)
+        z = torch.normal(mu, torch.ones_like(mu))  # <- cut
+        recon = F.mse_loss(dec(z), x)
+        loss = recon + mu.pow(2).mean()  # <- added
+        vae.zero_grad()
+        loss.backward()
+        vae.step()
+    """)
+    terms = [f for f in found if f.kind == "cut_term"]
+    assert {(f.line, f.severity) for f in terms} == {(script.line("cut"), "warning")}
+    assert {f.tensor for f in terms} == {"model.weight", "model.bias"}  # the encoder, not the decoder
+    assert all("randn_like" in f.fix for f in terms)
+    assert all({(p.role, p.line) for p in f.related} == {("symptom", script.line("added"))} for f in terms)
+
+
+def test_a_reparameterized_sample_is_silent(snippet):
+    _, found = findings(snippet, """
+    dec = nn.Linear(1, 4)
+    vae = torch.optim.Adam([*model.parameters(), *dec.parameters()], lr=1e-3)
+    for step in range(2):
+        mu = model(x)
+        z = mu + torch.randn_like(mu)
+        loss = F.mse_loss(dec(z), x) + mu.pow(2).mean()
+        vae.zero_grad()
+        loss.backward()
+        vae.step()
+    """)
+    assert loud(found) == []
+
+
+def test_a_term_cut_from_a_tensor_the_script_updates_by_hand_is_named(snippet):
+    """No optimizer holds an adversarial input, but the script steps it with its own `.grad`: a term cut
+    from it adds nothing to that step either."""
+    script, found = findings(snippet, """
+    delta = torch.zeros(8, 4)
+    for step in range(2):
+        delta.requires_grad_(True)
+        feature_gap = (model(x + delta) - model(x)).abs().mean()
+        loss = F.mse_loss(model(x + delta), y) + feature_gap.detach().item()  # <- cut
+        loss.backward()
+        delta = (delta + 0.01 * delta.grad.sign()).detach()
+    """)
+    terms = [f for f in found if f.kind == "cut_term"]
+    assert terms and {f.line for f in terms} == {script.line("cut")}
+    assert "delta" in {f.tensor for f in terms}
+
+
+def test_gradients_taken_for_a_penalty_that_no_loss_uses_are_named_at_the_loss(snippet):
+    script, found = findings(snippet, """
+    for step in range(3):
+        x_p = x.clone().requires_grad_(True)
+        grad = torch.autograd.grad(model(x_p).sum(), x_p, create_graph=True)[0]  # <- taken
+        penalty = (grad.norm(2, dim=1) - 1).pow(2).mean()
+        loss = F.mse_loss(model(x), y)  # <- loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """)
+    terms = [f for f in found if f.kind == "cut_term"]
+    assert [(f.line, f.severity, f.count) for f in terms] == [(script.line("loss"), "warning", 3)]
+    assert {(p.role, p.line) for p in terms[0].related} == {("defined", script.line("taken"))}
+    assert "create_graph=True" in terms[0].message and "Linear.weight" in terms[0].tensor
+
+
+@pytest.mark.parametrize("use", [
+    "loss = F.mse_loss(model(x), y) + 10 * penalty",
+    "loss = F.mse_loss(model(x), y)\n        penalty.backward(retain_graph=True)",
+])
+def test_a_penalty_that_reaches_a_backward_is_silent(snippet, use):
+    _, found = findings(snippet, f"""
+    for step in range(3):
+        x_p = x.clone().requires_grad_(True)
+        grad = torch.autograd.grad(model(x_p).sum(), x_p, create_graph=True)[0]
+        penalty = (grad.norm(2, dim=1) - 1).pow(2).mean()
+        opt.zero_grad()
+        {use}
+        loss.backward()
+        opt.step()
+    """)
+    assert loud(found) == []

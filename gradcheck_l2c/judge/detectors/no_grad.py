@@ -19,6 +19,8 @@ _UPDATES = frozenset(("sub", "add", "rsub", "__sub__", "__add__", "__rsub__", "_
 
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:
+    if event.extra.get("function"):
+        return _function(event, tensor)
     call = _caller_under_no_grad(event)
     if call is not None:
         caller, off = call
@@ -45,9 +47,30 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
     )
 
 
+def _function(event: Event, tensor: str) -> tuple[str, str]:
+    """A custom autograd Function used the tensor inside its forward without taking it as an input."""
+    function = event.detail.rpartition(".")[0]
+    if function == "CheckpointFunction":
+        return (
+            f"the reentrant checkpoint ran its function without gradients and none of its inputs required grad, "
+            f"so the result has no history and {tensor}, used inside, gets no gradient (PyTorch warns \"None of "
+            "the inputs have requires_grad=True\").",
+            "pass use_reentrant=False to checkpoint(), or make an input require grad (the output of a frozen "
+            "embedding: .requires_grad_(True); in transformers: model.enable_input_require_grads()).",
+        )
+    return (
+        f"the custom autograd Function `{function}` used {tensor} in its forward without taking it as an input: "
+        "autograd gives gradients through a Function only to its inputs.",
+        f"pass {tensor} to {function}.apply(...) as an input and return its gradient from backward(), or compute "
+        "this part outside the Function with differentiable torch ops.",
+    )
+
+
 def related(event: Event) -> dict[str, Site | None]:
     """The statement that disabled gradients, as its own place in every output format (and, for a caller's
     block, the line inside the function that ran without gradients)."""
+    if event.extra.get("function"):
+        return {}
     call = _caller_under_no_grad(event)
     if call is not None:
         return {"disabled": call[1].site, "used": event.site}
@@ -57,6 +80,8 @@ def related(event: Event) -> dict[str, Site | None]:
 
 def place(event: Event) -> Site | None:
     """The line to change: the cut's own line, or the call made inside a caller's no_grad block."""
+    if event.extra.get("function"):
+        return event.site
     call = _caller_under_no_grad(event)
     return call[0] if call is not None else event.site
 

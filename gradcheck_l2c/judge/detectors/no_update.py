@@ -1,6 +1,7 @@
 """`no_update`: an optimizer stepped a parameter with its gradient, yet the parameter ends the run with the
 values it had before its first step. The gradient was there; the update was not (a learning rate of 0 at
-every step, a gradient masked to zero before each step)."""
+every step, a gradient zeroed between backward and each step). Steps too small to move a value in
+floating point (vanishing gradients) are not reported here."""
 from __future__ import annotations
 
 from gradcheck_l2c.records import Finding
@@ -22,9 +23,9 @@ def scan(run) -> list[Finding]:
             fix = ("give the group a learning rate above 0; where a scheduler sets it, its factor at step 0 must not "
                    "be 0 (a linear warmup current_step / warmup_steps is: use (current_step + 1) / warmup_steps).")
         else:
-            why = f"{fact.optimizer}'s steps did not move it"
-            fix = ("make sure the gradient the step reads is the one backward() computed: nothing between backward() "
-                   "and step() may zero it (a hook, a mask, a manual .grad write) or skip the parameter.")
+            why = f"the gradient each {fact.optimizer} step read was all zeros, although backward() had given it one"
+            fix = ("do not zero or mask the gradient between backward() and step() (a manual .grad write, "
+                   "zero_grad() in between, a mask multiplied into .grad).")
         found.append(run.finding(
             KIND, "warning", name, fact.step_site,
             f"{name} got its gradient, but its values never changed over the run: {why}.", fix,

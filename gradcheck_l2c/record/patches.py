@@ -33,6 +33,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from gradcheck_l2c.record import wrappers
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, user_frame, user_site
+from gradcheck_l2c.record.param_sources import params_built_at
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, own_parameters
 
@@ -200,6 +201,9 @@ class Patches:
             others = [other for other in state.optimizers.records if other.optimizer() is not None]
             record = state.optimizers.record_for(optimizer, user_site(1))
             record.created = state.clock.steps
+            frame = user_frame(1)
+            if frame is not None:
+                record.params_site = params_built_at(frame, type(optimizer).__name__)
             for ref in record.params:
                 param = ref()
                 if param is not None and not param.requires_grad:

@@ -3,6 +3,7 @@ the trace state what it saw; `patches.py` installs them and puts the originals b
 """
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from typing import Any, Callable
@@ -10,7 +11,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.locations import OWN, caller_is_user, frame_kind, library_callers, user_site
+from gradcheck_l2c.record.locations import OWN, caller_is_user, frame_kind, inside_forward, library_callers, user_site
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
 
@@ -32,6 +33,8 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
             elif isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
                 state.cuts.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
             state.registry.watch_leaf(param, site, user_leaf=True)
+            if inside_forward(sys._getframe(1)) is not None:
+                state.registry.get(param).made_in_forward = True  # lazily, at a module's first call
         elif "__deepcopy__" in library_callers(1):
             state.taints.mark(param, state.taints.get(data))  # a copy is a new leaf of its own, not a cut
             state.registry.watch_leaf(param, site)

@@ -53,13 +53,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b5_hier_dependence_loss_argmax":
         "cut_term warnings at the argmax lines 38/39, not at the torch.where indicator on 41 that the fix "
         "replaces",
-    "b5_mmf_pooler_not_in_param_groups":
-        "optimizer warning at the AdamW line 37, not at the param-group list on 31 that leaves the pooler out",
-    "b5_universe_mpd_missing_from_optimizer":
-        "optimizer warning at the AdamW line 42, not at the params_disc typo on 41",
-    "b5_gcn_lazy_edge_weight_parameter":
-        "line 33 gets only a spurious new_parameter error (torch.ones(requires_grad=True) is no computed "
-        "tensor); the optimizer warning that explains it is at the Adam line 49",
     "b5_reinforce_resampled_log_probs":
         "autograd_error at the select_action call 53 (where the log-prob was made), not at the "
         "memory.extend on 59 that keeps it across updates",

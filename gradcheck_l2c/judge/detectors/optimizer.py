@@ -39,8 +39,14 @@ def scan(run) -> list[Finding]:
                 continue  # no module registers it: that (non_parameter_tensor) is the line to change
             meant = _meant_for(run, name)
             message, fix = _none(run, watched, meant)
-            found.append(run.finding(KIND, "warning", name, meant.site if meant else event.site, message, fix,
-                                     event.count, related={"defined": event.site}))
+            site, related = event.site, {"defined": event.site}
+            if meant is not None:
+                site = meant.site
+                if watched.made_in_forward and _made_after(run, watched, meant):
+                    site, related = event.site, {"used": meant.site}  # the lazy creation is the line to change
+                elif meant.params_site is not None and not _made_after(run, watched, meant):
+                    site, related["used"] = meant.params_site, meant.site  # the list that left it out
+            found.append(run.finding(KIND, "warning", name, site, message, fix, event.count, related=related))
             continue
         first, second = event.extra["records"]
         if not (first.step_order > second.created and second.step_order >= 0):
@@ -66,15 +72,28 @@ def _none(run, watched, record) -> tuple[str, str]:
         return (f"{name} gets gradients but is in no optimizer, so it never changes.",
                 "pass it to an optimizer (model.parameters() holds every parameter), or add it with "
                 "optimizer.add_param_group({'params': [param]})" + freeze)
-    if watched.key >= record.known and run.record.made_in_trace(watched.tensor):
+    if _made_after(run, watched, record) and watched.made_in_forward:
+        return (f"{name} gets gradients but is in no optimizer, so it never changes: it is made here, in a forward "
+                f"(at its first call), after the {record.name} built at {record.site}, which holds only the "
+                "parameters that existed then.",
+                f"create it in __init__ with its final shape, or build the {record.name} after a first forward "
+                "(a dry run), as lazy modules need" + freeze)
+    if _made_after(run, watched, record):
         return (f"{name} gets gradients but is in no optimizer, so it never changes: it was made after the "
                 f"{record.name} built here, which holds only the parameters that existed then.",
                 f"build the {record.name} after the model is complete, from model.parameters(), or add the new "
                 "parameters with optimizer.add_param_group({'params': [...]})" + freeze)
+    built = "built here" if record.params_site is None else f"built at {record.site}"
     return (f"{name} gets gradients but is in no optimizer, so it never changes: it already existed when the "
-            f"{record.name} built here was given a list of parameters without it.",
-            f"give the {record.name} all parameters (model.parameters()), or add the left-out ones with "
-            "optimizer.add_param_group({'params': [...]})" + freeze)
+            f"{record.name} {built} was given a list of parameters without it.",
+            (f"give the {record.name} all parameters (model.parameters())" if record.params_site is None else
+             f"add it to the parameter list built here, which the {record.name} takes")
+            + ", or add the left-out ones with optimizer.add_param_group({'params': [...]})" + freeze)
+
+
+def _made_after(run, watched, record) -> bool:
+    """The parameter was made after the optimizer was built (a layer added or replaced later)."""
+    return watched.key >= record.known and run.record.made_in_trace(watched.tensor)
 
 
 def _meant_for(run, name: str):

@@ -1,0 +1,111 @@
+"""Where the parameter list given to an optimizer was built, when that is not the optimizer's own line: a
+variable assigned earlier (``params = list(a.parameters()) + list(b.parameters())``) or a method of the
+user's that returns the groups (``model.get_optimizer_parameters(lr)``). A parameter left out of the list
+is fixed there.
+
+The optimizer's call is found in the syntax tree of the calling line; a name is followed to its last
+assignment above the call in the same function, and a called function (looked up in the running frame,
+attribute by attribute) to its only ``return``.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import linecache
+from types import FrameType
+from typing import Any
+
+from gradcheck_l2c.record.locations import USER, Site, frame_kind
+
+
+def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
+    """The line that built the ``params`` argument of the ``optimizer_class(...)`` call running in ``frame``,
+    if it is another line than the call's."""
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    tree = _tree(filename)
+    if tree is None:
+        return None
+    call = _optimizer_call(tree, line, optimizer_class)
+    if call is None:
+        return None
+    params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+    if isinstance(params, ast.Name):
+        assigned = _last_assignment(tree, params.id, call.lineno)
+        return Site(filename, assigned) if assigned is not None else None
+    if isinstance(params, ast.Call):
+        return _returned_at(_resolve(params.func, frame))
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(filename: str) -> ast.Module | None:
+    source = "".join(linecache.getlines(filename))
+    try:
+        return ast.parse(source) if source else None
+    except SyntaxError:
+        return None
+
+
+def _optimizer_call(tree: ast.Module, line: int, optimizer_class: str) -> ast.Call | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name == optimizer_class:
+                return node
+    return None
+
+
+def _last_assignment(tree: ast.Module, name: str, before: int) -> int | None:
+    """The last line above ``before``, in the innermost function holding it (or the module), that assigns
+    ``name`` as a whole (``=``, ``+=``, an annotated assignment)."""
+    scope: ast.AST = tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.lineno <= before <= (node.end_lineno or node.lineno) and node.lineno >= getattr(scope, "lineno", 0):
+            scope = node
+    found = None
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.lineno < before:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                if found is None or node.lineno > found:
+                    found = node.lineno
+    return found
+
+
+def _resolve(func: ast.expr, frame: FrameType) -> Any:
+    """The object a call's callee names (``model.get_groups``), looked up in the frame without calling
+    anything but attribute reads; None when it is no plain name or attribute chain."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    scope = {**frame.f_globals, **frame.f_locals}
+    value = scope.get(func.id, frame.f_builtins.get(func.id))
+    for part in reversed(parts):
+        try:
+            value = inspect.getattr_static(value, part)
+        except AttributeError:
+            return None
+    return value
+
+
+def _returned_at(function: Any) -> Site | None:
+    """The line of the only ``return <value>`` of a user function."""
+    function = getattr(function, "__func__", function)
+    code = getattr(function, "__code__", None)
+    if code is None or frame_kind(code.co_filename) != USER:
+        return None
+    tree = _tree(code.co_filename)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name \
+                and code.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list)):
+            returns = [r for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
+            return Site(code.co_filename, returns[0].lineno) if len(returns) == 1 else None
+    return None

@@ -1,0 +1,102 @@
+"""A parameter in no optimizer is named where it was left out: the line that built the list the optimizer
+was given (a variable assigned above, a method of the user's that returns the groups), or the line of a
+forward that made it lazily after the optimizer was built; otherwise the optimizer's own line."""
+from __future__ import annotations
+
+import textwrap
+
+PRELUDE = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+"""
+
+TRAIN = """
+for step in range(2):
+    loss = F.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def optimizer_findings(snippet, code: str):
+    script = snippet(PRELUDE + textwrap.dedent(code) + TRAIN)
+    found = [f for f in script.run().findings if f.kind == "optimizer"]
+    return script, found
+
+
+def places(finding):
+    return {(p.role, p.line) for p in finding.related}
+
+
+def test_a_list_built_in_a_variable_is_named_where_it_was_built(snippet):
+    script, found = optimizer_findings(snippet, """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+params = list(model[0].parameters()) + list(model[0].parameters())  # <- built
+opt = torch.optim.SGD(params, lr=0.1)  # <- optimizer
+""")
+    assert {(f.line, f.tensor) for f in found} == {(script.line("built"), "Sequential.2.weight"),
+                                                 (script.line("built"), "Sequential.2.bias")}
+    assert ("used", script.line("optimizer")) in places(found[0])
+    assert "parameter list built here" in found[0].fix
+
+
+def test_groups_returned_by_a_method_are_named_at_its_return(snippet):
+    script, found = optimizer_findings(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body, self.head = nn.Linear(4, 8), nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+    def groups(self, lr):
+        return [{"params": self.head.parameters(), "lr": lr}]  # <- built
+
+model = Net()
+opt = torch.optim.SGD(model.groups(0.1), lr=0.1)
+""")
+    assert {f.line for f in found} == {script.line("built")}
+    assert {f.tensor for f in found} == {"Net.body.weight", "Net.body.bias"}
+
+
+def test_a_list_written_in_the_optimizer_call_stays_at_the_call(snippet):
+    script, found = optimizer_findings(snippet, """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model[0].parameters(), lr=0.1)  # <- optimizer
+""")
+    assert {f.line for f in found} == {script.line("optimizer")}
+
+
+def test_a_parameter_made_lazily_in_forward_after_the_optimizer_is_named_where_it_is_made(snippet):
+    script, found = optimizer_findings(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+        self.register_parameter("scale", None)
+
+    def forward(self, x):
+        if self.scale is None:
+            self.scale = nn.Parameter(torch.ones(x.shape[1]))  # <- made
+        return self.fc(x * self.scale)
+
+model = Net()
+opt = torch.optim.Adam(model.parameters(), lr=0.1)  # <- optimizer
+""")
+    assert [(f.line, f.tensor) for f in found] == [(script.line("made"), "Net.scale")]
+    assert places(found[0]) == {("used", script.line("optimizer"))}
+    assert "__init__" in found[0].fix
+
+
+def test_a_complete_list_in_a_variable_is_silent(snippet):
+    script = snippet(PRELUDE + textwrap.dedent("""
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+params = list(model[0].parameters()) + list(model[2].parameters())
+opt = torch.optim.SGD(params, lr=0.1)
+""") + TRAIN)
+    assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []

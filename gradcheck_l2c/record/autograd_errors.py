@@ -11,7 +11,9 @@ that stored a graph tensor on a module.
 """
 from __future__ import annotations
 
+import ast
 import dis
+import linecache
 import os
 import re
 from collections import deque
@@ -43,13 +45,15 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("input_no_grad", ("One of the differentiated Tensors does not require grad",)),
     ("function_backward", ("returned an incorrect number of gradients", "returned an invalid gradient at index",
                            "but the corresponding forward input was not a Variable")),
+    ("function_no_backward", ("You must implement either the backward or vjp method",)),
     ("deepcopy_non_leaf", ("support the deepcopy protocol",)),
+    ("numpy_requires_grad", ("Can't call numpy() on Tensor that requires grad",)),
     ("graphless", ("does not require grad and does not have a grad_fn",)),
     ("gradient_shape", ("Mismatch in shape: grad_output",)),
     ("ddp", UNUSED_ERRORS),
 )
 #: The categories an op raises in forward (the others come from a backward or autograd.grad).
-IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf"})
+IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad"})
 _FUNCTION = re.compile(r"[Ff]unction (\w+) returned")
 _COUNTS = re.compile(r"expected (\d+), got (\d+)")
 _FREED = "already been freed"
@@ -113,6 +117,8 @@ class ErrorRecorder:
                 subject, key, detail = self._input(category, roots, inputs, frame, subject)
             elif category == "function_backward":
                 cause, detail = _function(text, roots)
+            elif category == "function_no_backward":
+                cause, detail = _without_backward(roots)
             elif category == "other":
                 cause = _raised_in(error, call)
         return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure))
@@ -263,6 +269,34 @@ def _function(text: str, roots: list[Tensor]) -> tuple[Site | None, dict[str, An
         detail["returns"] = len(lines)
         return (Site(file, lines[-1]) if lines else Site(file, code.co_firstlineno)), detail
     return None, detail
+
+
+def _without_backward(roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
+    """The custom Function on the graph that defines neither ``backward`` nor ``vjp``: its class line."""
+    base = torch.autograd.Function
+    for node in graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK):
+        cls = function_class(node)
+        if cls is None or cls.backward is not base.backward or cls.vjp is not base.vjp:
+            continue
+        detail = {"function": cls.__name__}
+        code = getattr(getattr(cls.forward, "__func__", cls.forward), "__code__", None)
+        if code is None or frame_kind(code.co_filename) != USER:
+            return None, detail
+        return Site(os.path.abspath(code.co_filename), _class_line(code, cls.__name__)), detail
+    return None, {}
+
+
+def _class_line(code: Any, name: str) -> int:
+    """The ``class`` line of the class whose method ``code`` is (its own line when the file cannot be read)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except SyntaxError:
+        return code.co_firstlineno
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == name \
+                and node.lineno <= code.co_firstlineno <= (node.end_lineno or node.lineno):
+            return node.lineno
+    return code.co_firstlineno
 
 
 def _return_lines(code: Any) -> list[int]:

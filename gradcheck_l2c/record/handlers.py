@@ -326,7 +326,7 @@ def _explained(state: TraceState, func, args, kwargs, roots: list[Tensor]) -> An
     """Run a backward; if PyTorch refuses, add what the trace knows to its error and re-raise it."""
     try:
         return func(*args, **kwargs)
-    except RuntimeError as error:
+    except (RuntimeError, NotImplementedError) as error:  # a custom Function without backward: NotImplementedError
         inputs = (args[1] if len(args) > 1 else kwargs.get("inputs")) if func is torch.autograd.grad \
             else kwargs.get("inputs")
         state.backward_failed(error, roots, user_site(2), inputs)

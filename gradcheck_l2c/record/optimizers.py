@@ -27,6 +27,7 @@ class OptimizerRecord:
     optimizer: weakref.ref
     keys: set[int] = field(default_factory=set)
     step_site: Site | None = None  # where its latest step() was called
+    ordinal: int = 0  # built as the trace's n-th optimizer (1-based; 0: built before the trace)
     params_site: Site | None = None  # where the list it was given was built, when not on its own line
     step_order: int = -1  # when, on the trace's count of steps
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked

@@ -199,8 +199,9 @@ class Patches:
                 return
             self._quiet_steps(type(optimizer))
             others = [other for other in state.optimizers.records if other.optimizer() is not None]
+            state.clock.optimizers += 1
             record = state.optimizers.record_for(optimizer, user_site(1))
-            record.created = state.clock.steps
+            record.created, record.ordinal = state.clock.steps, state.clock.optimizers
             frame = user_frame(1)
             if frame is not None:
                 record.params_site = params_built_at(frame, type(optimizer).__name__)

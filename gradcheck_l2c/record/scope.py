@@ -14,6 +14,7 @@ class Clock:
 
     backwards: int = 0  # backward() and autograd.grad() calls that ended
     steps: int = 0  # optimizer.step() calls
+    optimizers: int = 0  # optimizers built during the trace
     assigned: int = 0  # gradients user code assigned (``p.grad = ...``: per-sample clipping, torch.func)
 
 

@@ -53,6 +53,7 @@ class Watched:
     copied: bool = False  # copy.deepcopy copied it: a template, judged through its copies
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     born: int = 0  # backward calls seen before it was watched
+    optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
     made_in_forward: bool = False  # the user made it while a module's forward ran (a lazy parameter)
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
@@ -131,7 +132,8 @@ class WatchRegistry:
         self.by_id: dict[int, Watched] = {}
         self.all: list[Watched] = []
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
-        self.created: dict[int, tuple[weakref.ref, Site | None]] = {}  # Parameter creation sites
+        # Parameters made during the trace: their line, and how many optimizers had been built then
+        self.created: dict[int, tuple[weakref.ref, Site | None, int]] = {}
         # id -> key of the leaves user code asked gradients for: ops taking one first remember their line
         self.user_leaves: dict[int, int] = {}
         # (id(module), attribute) -> (module, line) where user code set a plain tensor attribute
@@ -193,6 +195,10 @@ class WatchRegistry:
         if not (tensor.requires_grad and tensor.is_leaf):
             return
         watched = self.add(tensor, site, owner=owner, explicit=explicit)
+        if watched.optimizers_before < 0:
+            created = self.created.get(id(tensor))
+            if created is not None and created[0]() is tensor:
+                watched.optimizers_before = created[2]
         if user_leaf and not watched.user_leaf:
             watched.user_leaf = True
             self.user_leaves[id(tensor)] = watched.key

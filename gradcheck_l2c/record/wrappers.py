@@ -25,7 +25,8 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
             return param
         site = user_site(1)
         created, ident = state.registry.created, id(param)
-        created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site)
+        created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site,
+                          state.clock.optimizers)
         if caller_is_user(1):  # written by the user, not made inside a torch layer
             wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None
             if wrapped is not None:  # nn.Parameter(torch.ones(..., requires_grad=True)): the same values, no cut

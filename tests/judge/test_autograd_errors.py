@@ -34,7 +34,7 @@ def traced(snippet, code: str):
     try:
         with t:
             exec(compile(script.code, str(script.path), "exec"), namespace)
-    except RuntimeError as exc:
+    except (RuntimeError, NotImplementedError) as exc:
         error = exc
     return script, t, error
 
@@ -160,6 +160,42 @@ CASES = {
 
         w = torch.randn(8, 4, requires_grad=True)
         Scale.apply(w, x).sum().backward()
+        """),
+    # a custom Function with a forward only: the class is the line to change
+    "function_no_backward": ("""
+        class Scale(torch.autograd.Function):  # <- autograd_error
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+        model = nn.Linear(4, 3)
+        loss = F.cross_entropy(Scale.apply(model(x)), y)
+        loss.backward()  # <- symptom
+        """, """
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+
+        model = nn.Linear(4, 3)
+        loss = F.cross_entropy(Scale.apply(model(x)), y)
+        loss.backward()
+        """),
+    # NumPy given losses that still require grad (an evaluation that sums them with np.sum)
+    "numpy_requires_grad": ("""
+        import numpy as np
+        model = nn.Linear(4, 3)
+        losses = [F.cross_entropy(model(x[i:i + 4]), y[i:i + 4]) for i in (0, 4)]
+        mean_loss = np.mean(losses)  # <- autograd_error
+        """, """
+        import numpy as np
+        model = nn.Linear(4, 3)
+        losses = [F.cross_entropy(model(x[i:i + 4]), y[i:i + 4]).item() for i in (0, 4)]
+        mean_loss = np.mean(losses)
         """),
     "deepcopy_non_leaf": ("""
         class Net(nn.Module):
@@ -309,7 +345,8 @@ def test_the_fix_fits_the_category(snippet):
     cases = {"freed_carried": ".detach()", "non_scalar_root": ".mean()", "inplace_leaf": "torch.no_grad()",
              "inference_saved": "torch.no_grad() instead of torch.inference_mode()",
              "function_backward": "one value per input of forward", "deepcopy_non_leaf": ".detach()",
-             "unused_input": "allow_unused=True", "input_no_grad": "requires_grad"}
+             "unused_input": "allow_unused=True", "input_no_grad": "requires_grad",
+             "function_no_backward": "backward(ctx, *grads)", "numpy_requires_grad": ".item()"}
     for name, words in cases.items():
         _, t, _ = traced(snippet, CASES[name][0])
         (finding,) = [f for f in t.findings if f.kind == "autograd_error"]

@@ -56,12 +56,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b5_reinforce_resampled_log_probs":
         "autograd_error at the select_action call 53 (where the log-prob was made), not at the "
         "memory.extend on 59 that keeps it across updates",
-    "b5_fedgen_eval_losses_numpy":
-        "the RuntimeError from np.sum over losses that require grad passes through; \"all 12 watched "
-        "tensors got a gradient; no findings\"",
-    "b5_ngp_march_rays_no_backward":
-        "autograd_error at the loss.backward() call 53 (PyTorch's message), not at the Function without a "
-        "backward on 10",
     "b5_dice_alpha_plain_tensor":
         "says all 10 watched tensors got a gradient: alpha is a plain tensor without requires_grad, so it is "
         "not watched",

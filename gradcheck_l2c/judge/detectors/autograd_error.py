@@ -170,6 +170,21 @@ def _function_backward(fact: AutogradError, name: str, call: str, said: str) -> 
             ".sum(dim, keepdim=True), or .view the result).")
 
 
+def _no_backward(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    function = fact.detail.get("function", "a custom autograd.Function")
+    return (f"{function} defines forward but no backward, so backward(){call} cannot pass gradients through it "
+            f"to the tensors its inputs came from{said}.",
+            f"give {function} a @staticmethod backward(ctx, *grads) returning one gradient per forward input "
+            "(None where none is needed), or compute its forward with differentiable torch ops outside a Function.")
+
+
+def _numpy_requires_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"NumPy was given {name}, which requires grad: a NumPy array cannot carry autograd history, so "
+            f"PyTorch refused the conversion{said}.",
+            "give NumPy numbers or detached arrays: loss.item() where the values are collected, or "
+            "t.detach().cpu().numpy(); keep the tensor (torch.stack, torch.sum) where it must stay differentiable.")
+
+
 def _deepcopy(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     return (f"{name} is set on this line to a tensor with autograd history (not a leaf), and copy.deepcopy{call} "
             f"cannot copy such tensors{said}.",
@@ -211,7 +226,8 @@ def _other(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, s
 _WORDING = {
     "freed_graph": _freed_graph, "non_scalar_root": _non_scalar, "inplace_leaf": _inplace_leaf,
     "inference_saved": _inference, "unused_input": _unused_input, "input_no_grad": _input_no_grad,
-    "function_backward": _function_backward, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
+    "function_backward": _function_backward, "function_no_backward": _no_backward,
+    "numpy_requires_grad": _numpy_requires_grad, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
 }
 

@@ -93,7 +93,7 @@ def _none(run, watched, record) -> tuple[str, str]:
 
 def _made_after(run, watched, record) -> bool:
     """The parameter was made after the optimizer was built (a layer added or replaced later)."""
-    return watched.key >= record.known and run.record.made_in_trace(watched.tensor)
+    return record.ordinal > 0 and watched.optimizers_before >= record.ordinal
 
 
 def _meant_for(run, name: str):

@@ -1,8 +1,6 @@
 """A BatchTopK crosscoder trainer (oclivegriffin/crosscode#3): the combined loss reconstruction + lambda_aux *
 aux_loss is built, but _calculate_loss_and_log returns reconstruction_loss, the tensor that gets backward(); the
 AuxK term, computed from the encoder and decoder, is logged but never trains them, so dead latents stay dead."""
-import copy
-
 import torch
 from torch import nn
 
@@ -45,11 +43,11 @@ class BatchTopKTrainer:
 
 
 torch.manual_seed(0)
-initial = CrossCoder()
 batch = torch.randn(32, 8)
 trained = {}
 for lambda_aux in (0.0, 1 / 32):
-    crosscoder = copy.deepcopy(initial)
+    torch.manual_seed(1)
+    crosscoder = CrossCoder()
     trainer = BatchTopKTrainer(crosscoder, lambda_aux=lambda_aux)
     optimizer = torch.optim.Adam(crosscoder.parameters(), lr=1e-2)
     for step in range(3):

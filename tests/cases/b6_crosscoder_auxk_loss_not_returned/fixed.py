@@ -1,6 +1,4 @@
 """The fixed twin: the combined loss is returned for backward, so the AuxK term trains the dead latents."""
-import copy
-
 import torch
 from torch import nn
 
@@ -43,11 +41,11 @@ class BatchTopKTrainer:
 
 
 torch.manual_seed(0)
-initial = CrossCoder()
 batch = torch.randn(32, 8)
 trained = {}
 for lambda_aux in (0.0, 1 / 32):
-    crosscoder = copy.deepcopy(initial)
+    torch.manual_seed(1)
+    crosscoder = CrossCoder()
     trainer = BatchTopKTrainer(crosscoder, lambda_aux=lambda_aux)
     optimizer = torch.optim.Adam(crosscoder.parameters(), lr=1e-2)
     for step in range(3):

@@ -2,22 +2,20 @@
 Representation#11): optimizer.step() runs right after the source segmentation loss, before loss_adv.backward(), so
 the adversarial gradients land in .grad after the only step and are zeroed at the next iteration; lambda_adv has no
 effect on the segmentation network."""
-import copy
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 torch.manual_seed(0)
-initial_model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 1))
-initial_D = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.LeakyReLU(0.2), nn.Conv2d(8, 1, 1))
 images_src, labels = torch.randn(2, 3, 8, 8), torch.randint(0, 4, (2, 8, 8))
 images_tgt = torch.randn(2, 3, 8, 8)
 bce_loss = nn.BCEWithLogitsLoss()
 source_label, target_label = 0.0, 1.0
 trained = {}
 for lambda_adv in (0.0, 0.01):
-    model, model_D = copy.deepcopy(initial_model), copy.deepcopy(initial_D)
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 1))
+    model_D = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.LeakyReLU(0.2), nn.Conv2d(8, 1, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=2.5e-2, momentum=0.9)
     optimizer_D = torch.optim.Adam(model_D.parameters(), lr=1e-4, betas=(0.9, 0.99))
     for i_iter in range(3):

@@ -2,8 +2,6 @@
 compute_hierarchical_distillation_loss() clears the feature-hook caches and reruns both teacher and student
 inside torch.no_grad(), so the cached student features are constants; the hierarchical term cannot update the
 student's LoRA adapters, which train from the detection loss alone."""
-import copy
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -46,11 +44,12 @@ def compute_hierarchical_distillation_loss(student, teacher, img, student_feats,
 
 
 torch.manual_seed(0)
-teacher, initial_student = Detector().requires_grad_(False), Detector()
+teacher = Detector().requires_grad_(False)
 img, target = torch.randn(16, 8), torch.randn(16, 4)
 trained = {}
 for hier_weight in (0.0, 1.0):
-    student = copy.deepcopy(initial_student)
+    torch.manual_seed(1)
+    student = Detector()
     student_feats, teacher_feats = {}, {}
     register_feature_hooks(student, student_feats)
     register_feature_hooks(teacher, teacher_feats)

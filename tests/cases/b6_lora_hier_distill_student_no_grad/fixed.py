@@ -1,7 +1,5 @@
 """The fixed twin: the student's features are the ones cached by the gradient-enabled forward and only the
 teacher runs under no_grad, so the hierarchical term trains the LoRA adapters."""
-import copy
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -41,11 +39,12 @@ def compute_hierarchical_distillation_loss(student, teacher, img, student_feats,
 
 
 torch.manual_seed(0)
-teacher, initial_student = Detector().requires_grad_(False), Detector()
+teacher = Detector().requires_grad_(False)
 img, target = torch.randn(16, 8), torch.randn(16, 4)
 trained = {}
 for hier_weight in (0.0, 1.0):
-    student = copy.deepcopy(initial_student)
+    torch.manual_seed(1)
+    student = Detector()
     student_feats, teacher_feats = {}, {}
     register_feature_hooks(student, student_feats)
     register_feature_hooks(teacher, teacher_feats)

@@ -1,8 +1,6 @@
 """The utilization loss of an RQ-VAE quantizer for semantic IDs (wds1996/GNPR-SID#2): the code counts come from
 torch.argmax over the soft assignment Q and torch.bincount, so mean_count_loss has no path back to the encoder
 or the codebook; reconstruction and commitment train them, and the balance term adds nothing to the update."""
-import copy
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -40,11 +38,11 @@ class RQVAE(nn.Module):
 
 
 torch.manual_seed(0)
-initial = RQVAE()
 x = torch.randn(32, 6)
 trained = {}
 for utilization_weight in (0.0, 1.0):
-    model = copy.deepcopy(initial)
+    torch.manual_seed(1)
+    model = RQVAE()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     for step in range(3):
         recon, commit_loss, mean_count_loss = model(x)

@@ -1,7 +1,5 @@
 """The fixed twin: the counts are the soft assignments summed over the batch, so the utilization loss reaches
 the encoder and the codebook."""
-import copy
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,11 +37,11 @@ class RQVAE(nn.Module):
 
 
 torch.manual_seed(0)
-initial = RQVAE()
 x = torch.randn(32, 6)
 trained = {}
 for utilization_weight in (0.0, 1.0):
-    model = copy.deepcopy(initial)
+    torch.manual_seed(1)
+    model = RQVAE()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     for step in range(3):
         recon, commit_loss, mean_count_loss = model(x)

@@ -14,6 +14,7 @@ from gradcheck_l2c.record.locations import Site, user_site
 from gradcheck_l2c.record.origins import MADE
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.taint import Chain, Taint, TaintedFloat, TaintStore
+from gradcheck_l2c.record.torch_internals import functions_off
 
 Tensor = torch.Tensor
 #: Ops that add terms into a loss; in-place forms included (``loss += term``).
@@ -25,6 +26,7 @@ _TERM_NODES = frozenset(("AddBackward0", "AddBackward1", "SubBackward0", "SubBac
                          "SumBackward1", "MeanBackward0", "MeanBackward1", "StackBackward0", "CatBackward0",
                          "ViewBackward0", "SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0",
                          "ToCopyBackward0", "CloneBackward0"))
+_ZEROED = frozenset(("step", "sample"))  # non_differentiable outputs whose values mean to carry a gradient
 _MARK = "gradcheck_dead_terms"
 _LOSS_SITE = "gradcheck_loss_site"
 _WALK = 256
@@ -44,6 +46,16 @@ class TakenGradient:
 
     def fired(self, *_: Any) -> None:
         self.used = True
+
+
+def _zero(value: Any) -> bool:
+    """A term that is exactly zero: weighted by 0, it changes no update whatever its gradient."""
+    if type(value) is TaintedFloat:
+        return value == 0
+    if isinstance(value, Tensor) and value.numel() == 1:
+        with functions_off():
+            return not bool(value.any())
+    return False
 
 
 class TermLog:
@@ -88,12 +100,13 @@ class TermLog:
             if isinstance(arg, Tensor):
                 if stacked and arg.numel() != 1:
                     continue
-                if arg.requires_grad:
-                    dead = self.taints.merge(dead, self._zeroed(arg))
-                    continue
-            elif type(arg) is not TaintedFloat:
+                taint = self._zeroed(arg) if arg.requires_grad else self.taints.get(arg)
+            elif type(arg) is TaintedFloat:
+                taint = self.taints.get(arg)
+            else:
                 continue
-            dead = self.taints.merge(dead, self.taints.get(arg))
+            if taint is not None and not _zero(arg):  # a term weighted by 0 (a bonus switched off) adds nothing
+                dead = self.taints.merge(dead, taint)
         if dead is not None:
             out.grad_fn.metadata[_MARK] = (user_site(2), dead)
             self.marked += 1
@@ -101,13 +114,14 @@ class TermLog:
     def _zeroed(self, term: Tensor) -> Taint | None:
         """For a term that has gradient: the watched tensors its values came from only through ops that send
         back zeros (``round``, ``torch.normal``'s parameters), never on purpose: ``.detach()`` of an
-        actor-critic's advantage leaves its term a gradient for the actor and is no dead term."""
+        actor-critic's advantage leaves its term a gradient for the actor and is no dead term, and indices
+        (``argmax``) select by design (a VQ codebook lookup)."""
         taint = self.taints.get(term)
         if taint is None:
             return None
         carried = self.reach.carrying(term)
         chains = {key: chain for key, chain in taint.chains.items()
-                  if key not in carried and all(event.kind == "non_differentiable" for event in chain)}
+                  if key not in carried and all(event.extra.get("output") in _ZEROED for event in chain)}
         return Taint(chains) if chains else None
 
     def check(self, roots: list[Tensor], reached: set[int]) -> None:

@@ -62,8 +62,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b5_opennre_att_weight_data":
         "says all 5 watched tensors got a gradient: the attention path cut by fc.weight.data is not reported",
     # Batch 6, first pass on 5fbed71 (tests/cases/README.md): what the tool said at the expected line's place.
-    "b6_rqvae_utilization_loss_bincount":
-        "first pass: cut_term w :18",
     "b6_crosscoder_auxk_loss_not_returned":
         "first pass: nothing",
     "b6_lora_hier_distill_student_no_grad":
@@ -98,6 +96,8 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :13; unused_parameter e :14",
     "b6_kws_l2_nontrainable_module":
         "first pass: no_grad e :13",
+    "b6_rqvae_utilization_loss_bincount":
+        "first pass: cut_term w :18",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
@@ -105,11 +105,6 @@ KNOWN_NOISY: dict[str, str] = {
     "b5_course_optimizer_wrong_model":
         "unused_parameter errors at 9/10: model_0, left from the notebook's earlier section, is never used "
         "(true of the script, not the report's bug)",
-    # Batch 6, first pass.
-    "b6_rqvae_utilization_loss_bincount":
-        "first pass: cut_term:17 on the fixed twin",
-    "b6_grpo_entropy_bonus_detached":
-        "first pass: cut_term:13 on the fixed twin",
 }
 
 

@@ -55,6 +55,28 @@ class Run:
         tensor = watched.tensor
         return watched.optimized or (tensor is not None and id(tensor) in self.optimized)
 
+    def replaces(self, watched: Watched) -> bool:
+        """It was made after an optimizer, at a line whose every new parameter stands where one of the same
+        shape sits in an optimizer (same module class and attribute path): a module rebuilt or a Parameter
+        re-made as it was, not a model that grew or shrank (a resized embedding, a pruned layer)."""
+        if watched.built_at is None:
+            return False
+        made = [w for w in self.record.watched() if w.built_at == watched.built_at and w.owner is not None]
+        return bool(made) and all(self._stale_twin(w) is not None for w in made)
+
+    def replaced(self, watched: Watched) -> bool:
+        """An optimizer holds it, and a parameter made later in its place (`replaces`) took it out of use."""
+        return watched.optimized and watched.owner is not None and any(
+            self._stale_twin(w) is watched and self.replaces(w) for w in self.record.watched()
+            if w.built_at is not None and w.owner is not None and w.owner.attribute == watched.owner.attribute)
+
+    def _stale_twin(self, new: Watched) -> Watched | None:
+        """The optimizer-held parameter at ``new``'s place with its shape."""
+        owner = new.owner
+        return next((old for old in self.record.watched()
+                     if old.key < new.key and old.optimized and old.owner is not None and old.owner.cls == owner.cls
+                     and old.owner.attribute == owner.attribute and old.shape == new.shape), None)
+
     def wants(self, *names: str) -> bool:
         """Whether a finding about these names passes the user's watch patterns."""
         spec = self.record.spec
@@ -89,9 +111,15 @@ class Run:
         detector = CUTS[event.kind]
         message, fix = detector.describe(event, tensor)
         related = {"symptom": symptom, **(detector.related(event) if hasattr(detector, "related") else {})}
-        site = detector.place(event) if hasattr(detector, "place") else event.site
-        return self.finding(event.kind, rule_for(event.kind).level, tensor, site, message, fix,
+        return self.finding(event.kind, rule_for(event.kind).level, tensor, self.cut_site(event), message, fix,
                             event.count, related=related)
+
+    @staticmethod
+    def cut_site(event: Event) -> Site | None:
+        """The line to change for a cut: its own, or where its detector places it (a call made inside a
+        caller's no_grad block)."""
+        detector = CUTS[event.kind]
+        return detector.place(event) if hasattr(detector, "place") else event.site
 
     def symptom(self, watched: Watched) -> Site | None:
         """Where the missing gradient showed: a ``.grad`` read that found None or zeros, or a backward

@@ -129,6 +129,20 @@ def user_site(depth: int = 1) -> Site | None:
     return Site(absolute, frame.f_lineno, _column(frame))
 
 
+def built_at(depth: int = 1) -> Site | None:
+    """The innermost user line above the caller that is not inside a module's ``__init__``: where the
+    module (or Parameter) being made now was asked for (``self.policy = Policy()``, not the ``nn.Linear``
+    inside ``Policy.__init__``)."""
+    frame: FrameType | None = sys._getframe(depth + 1)
+    while frame is not None:
+        code = frame.f_code
+        if frame_kind(code.co_filename) == USER and not (
+                code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), nn.Module)):
+            return Site(os.path.abspath(code.co_filename), frame.f_lineno, _column(frame))
+        frame = frame.f_back
+    return None
+
+
 #: One user frame of a stack: its identity while it runs, its code, and the line it was at.
 StackEntry = tuple[int, CodeType, Site]
 

@@ -82,6 +82,19 @@ class TraceRecord:
         module = watched.owner.module() if watched.owner is not None else None
         return module_site(module) if module is not None else None
 
+    def placements(self, watched: Watched) -> list[tuple[int, Site]]:
+        """The module holding the tensor and its ancestors that user code set as attributes during the trace
+        (id, the line that set it), the holder first, up to the first one not set so."""
+        placed, chain = self._registry.placed, []
+        ident = watched.owner.holder if watched.owner is not None else None
+        while ident in placed and len(chain) < 64:
+            site, parent = placed[ident]
+            if site is None:
+                break
+            chain.append((ident, site))
+            ident = parent
+        return chain
+
     def made_in_trace(self, tensor: Any) -> bool:
         """Whether a live Parameter was made while the trace ran (``nn.Parameter(...)``, a layer's init)."""
         created = self._registry.created.get(id(tensor))

@@ -42,7 +42,9 @@ class UnregisteredLog:
                     continue
                 problem = _problem(module, value)
                 if problem is not None:
-                    site = _creation_site(registry, value) or module_site(module)
+                    entry = registry.assigned.get((id(module), attr)) if problem != "tensor" else None
+                    site = entry[1] if entry is not None and entry[0]() is module else None  # the list's line
+                    site = site or _creation_site(registry, value) or module_site(module)
                     hidden = frozenset(k for k in map(registry.key_of, _held_tensors(value)) if k is not None)
                     self.found[(owner, attr)] = Unregistered(site, problem, None, hidden)
 

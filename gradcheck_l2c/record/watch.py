@@ -25,6 +25,7 @@ class Owner(NamedTuple):
     attribute: str  # the dotted path below the module (``fc.weight``)
     cls: str  # the module's class
     ident: int  # the module's id while it lived
+    holder: int = 0  # the id of the module that directly holds it (``module`` itself, or a submodule)
 
 
 @dataclass(eq=False)
@@ -54,6 +55,7 @@ class Watched:
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     born: int = 0  # backward calls seen before it was watched
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
+    built_at: Site | None = None  # made after an optimizer: the line outside module constructors that asked
     made_in_forward: bool = False  # the user made it while a module's forward ran (a lazy parameter)
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
@@ -132,12 +134,16 @@ class WatchRegistry:
         self.by_id: dict[int, Watched] = {}
         self.all: list[Watched] = []
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
-        # Parameters made during the trace: their line, and how many optimizers had been built then
-        self.created: dict[int, tuple[weakref.ref, Site | None, int]] = {}
+        # Parameters made during the trace: their line, how many optimizers had been built then, and (once
+        # one was) the line outside module constructors that asked for it (`locations.built_at`)
+        self.created: dict[int, tuple[weakref.ref, Site | None, int, Site | None]] = {}
         # id -> key of the leaves user code asked gradients for: ops taking one first remember their line
         self.user_leaves: dict[int, int] = {}
-        # (id(module), attribute) -> (module, line) where user code set a plain tensor attribute
+        # (id(module), attribute) -> (module, line) where user code set a plain tensor or a list/dict attribute
         self.assigned: dict[tuple[int, str], tuple[weakref.ref, Site | None]] = {}
+        # id(module) -> (line, id(parent)) where user code set it as an attribute of parent; kept after the
+        # modules are gone, so that the judge can follow a parameter's modules up to the one to change
+        self.placed: dict[int, tuple[Site | None, int]] = {}
 
     def key_of(self, tensor: Any) -> int | None:
         watched = self.by_id.get(id(tensor))
@@ -198,7 +204,7 @@ class WatchRegistry:
         if watched.optimizers_before < 0:
             created = self.created.get(id(tensor))
             if created is not None and created[0]() is tensor:
-                watched.optimizers_before = created[2]
+                watched.optimizers_before, watched.built_at = created[2], created[3]
         if user_leaf and not watched.user_leaf:
             watched.user_leaf = True
             self.user_leaves[id(tensor)] = watched.key
@@ -240,7 +246,12 @@ class WatchRegistry:
 
 def owner_of(module: nn.Module, attr: str) -> Owner:
     """How a watched tensor remembers the module attribute it sits on, even after the module is gone."""
-    return Owner(weakref.ref(module), attr, type(module).__name__, id(module))
+    path = attr.rpartition(".")[0]
+    try:
+        holder = module.get_submodule(path) if path else module
+    except AttributeError:
+        holder = module
+    return Owner(weakref.ref(module), attr, type(module).__name__, id(module), id(holder))
 
 
 def matches(watched: Watched, pattern: str) -> bool:

@@ -11,7 +11,15 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.locations import OWN, caller_is_user, frame_kind, inside_forward, library_callers, user_site
+from gradcheck_l2c.record.locations import (
+    OWN,
+    built_at,
+    caller_is_user,
+    frame_kind,
+    inside_forward,
+    library_callers,
+    user_site,
+)
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
 
@@ -26,7 +34,7 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
         site = user_site(1)
         created, ident = state.registry.created, id(param)
         created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site,
-                          state.clock.optimizers)
+                          state.clock.optimizers, built_at(1) if state.clock.optimizers else None)
         if caller_is_user(1):  # written by the user, not made inside a torch layer
             wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None
             if wrapped is not None:  # nn.Parameter(torch.ones(..., requires_grad=True)): the same values, no cut
@@ -47,14 +55,22 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
 
 
 def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
-    """``self.keys = torch.randn(...)``: remember where user code put a plain tensor on a module, the
-    line to change if that tensor was meant to learn."""
+    """``self.keys = torch.randn(...)``: remember where user code put a plain tensor, a list or a dict on a
+    module (the line to change if what it holds was meant to learn), and where it set a submodule."""
     assigned = state.registry.assigned
+
+    placed = state.registry.placed
 
     def setattr_(module: nn.Module, name: str, value: Any) -> None:
         original(module, name, value)
-        if type(value) is torch.Tensor and state.scope.in_trace_thread() and caller_is_user(1):
-            assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
+        kind = type(value)
+        # a container counts when set with its items (an empty one is filled elsewhere: those lines tell)
+        if kind is torch.Tensor or (kind in (list, tuple, dict) and value) or isinstance(value, nn.Module):
+            if state.scope.in_trace_thread() and caller_is_user(1):
+                if not isinstance(value, nn.Module):
+                    assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
+                else:
+                    placed[id(value)] = (user_site(1), id(module))
 
     return setattr_
 

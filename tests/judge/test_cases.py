@@ -64,18 +64,12 @@ KNOWN_MISSES: dict[str, str] = {
     # Batch 6, first pass on 5fbed71 (tests/cases/README.md): what the tool said at the expected line's place.
     "b6_crosscoder_auxk_loss_not_returned":
         "first pass: nothing",
-    "b6_lora_hier_distill_student_no_grad":
-        "first pass: cut_term w :19",
     "b6_semgan_r1_disc_img_frozen":
         "first pass: nothing",
     "b6_da_step_before_adv_backward":
         "first pass: nothing",
-    "b6_gcn_layers_python_list":
-        "first pass: non_parameter_tensor w :12",
     "b6_art_shadow_clone_stale_optimizer":
         "first pass: optimizer w :41",
-    "b6_ppo_load_stale_optimizer":
-        "first pass: optimizer w :25; optimizer w :26; unused_parameter e :13; unused_parameter w :12; unused_parameter w :24",
     "b6_skorch_deepcopy_unlinks_optimizer":
         "first pass: optimizer w :28; unused_parameter w :60",
     "b6_fedlora_classifier_frozen":

@@ -559,8 +559,10 @@ def test_parameter_replaced_after_the_optimizer_was_built(snippet):
     """))
     findings = script.run().findings
     found = [(f.kind, f.tensor, f.line, f.severity) for f in findings]
-    assert found == [("optimizer", "Linear.weight", script.line("built"), "warning")]
-    assert [(r.role, r.line) for r in findings[0].related] == [("defined", script.line("replaced"))]
+    # a Parameter re-made in place of one the optimizer holds: the re-making line is the one to change
+    assert found == [("optimizer", "Linear.weight", script.line("replaced"), "warning")]
+    assert [(r.role, r.line) for r in findings[0].related] == [("used", script.line("built"))]
+    assert "copy_" in findings[0].fix
 
 
 def test_zero_grad_between_backward_and_step(snippet):

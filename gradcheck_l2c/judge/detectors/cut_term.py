@@ -22,13 +22,13 @@ def scan(run) -> list[Finding]:
             continue  # neither an optimizer nor the script's own update uses its gradient: the cut changes nothing
         name = watched.name
         for event in chain:
-            fix = run.cut_finding(event, name).fix
+            cut = run.cut_finding(event, name)  # its fix, and its place (a call made inside a no_grad block)
             how = f"`{event.detail}` ran with gradients disabled and" if event.kind == "no_grad" else f"`{event.detail}`"
             found.append(run.finding(
-                KIND, "warning", name, event.site,
+                KIND, "warning", name, run.cut_site(event),
                 f"{how} cut a term of the loss from {name}: the term added at {added_at} carries no gradient to it, "
                 f"so it adds nothing to {name}'s update, although the loss's other terms reach it.",
-                fix, count, related={"symptom": added_at},
+                cut.fix, count, related={"symptom": added_at},
             ))
     return found + _unused_gradients(run)
 

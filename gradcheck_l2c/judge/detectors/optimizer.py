@@ -44,6 +44,8 @@ def scan(run) -> list[Finding]:
                 site = meant.site
                 if watched.made_in_forward and _made_after(run, watched, meant):
                     site, related = event.site, {"used": meant.site}  # the lazy creation is the line to change
+                elif _made_after(run, watched, meant) and watched.built_at is not None and run.replaces(watched):
+                    site, related = watched.built_at, {"used": meant.site}  # the rebuild, not the optimizer
                 elif meant.params_site is not None and not _made_after(run, watched, meant):
                     site, related["used"] = meant.params_site, meant.site  # the list that left it out
             found.append(run.finding(KIND, "warning", name, site, message, fix, event.count, related=related))
@@ -78,6 +80,12 @@ def _none(run, watched, record) -> tuple[str, str]:
                 "parameters that existed then.",
                 f"create it in __init__ with its final shape, or build the {record.name} after a first forward "
                 "(a dry run), as lazy modules need" + freeze)
+    if _made_after(run, watched, record) and watched.built_at is not None and run.replaces(watched):
+        return (f"{name} gets gradients but is in no optimizer, so it never changes: it was made here to replace a "
+                f"parameter of the same shape that the {record.name} built at {record.site} holds, and that "
+                "optimizer keeps updating the old one.",
+                "put the values into the existing parameters instead of making new ones (module.load_state_dict(...), "
+                f"or `with torch.no_grad(): param.copy_(...)`), or build the {record.name} again after this line.")
     if _made_after(run, watched, record):
         return (f"{name} gets gradients but is in no optimizer, so it never changes: it was made after the "
                 f"{record.name} built here, which holds only the parameters that existed then.",

@@ -12,16 +12,17 @@ def scan(run) -> list[Finding]:
         return []
 
     found = []
+    families = _Families(run)
     told = {f.tensor for f in run.findings if f.kind == "ddp_unused"}  # DDP's unused parameters, explained
     for watched in run.watched():
         if watched.ever_grad or record.missed(watched.key) is not None or watched.name in told:
             continue
-        if not watched.trainable():
-            continue
+        if not watched.trainable() or run.replaced(watched):
+            continue  # frozen, or replaced by a new parameter its optimizer does not hold (told as `optimizer`)
         expected = run.expected(watched)
         if not run.expected_or_optimized(watched) or watched.born >= record.backwards:
             continue  # not meant to learn, or no backward ran since it was made
-        site = record.defined_at(watched)
+        site = _unused_module_site(run, watched, families) or record.defined_at(watched)
         consumer = record.consumer(watched.key)
         if consumer is not None:
             found.append(run.finding(
@@ -60,6 +61,35 @@ def scan(run) -> list[Finding]:
             fix, related={"used": used},
         ))
     return found
+
+
+class _Families:
+    """The modules user code set during the trace, each with the trainable tensors below it; built on first
+    use, once per scan."""
+
+    def __init__(self, run) -> None:
+        self.run = run
+        self._learnt: dict[int, bool] | None = None
+
+    def learnt(self, ident: int) -> bool:
+        """Whether a trainable tensor below the module ``ident`` got a gradient."""
+        if self._learnt is None:
+            self._learnt = {}
+            record = self.run.record
+            for w in record.watched():
+                if w.trainable():
+                    for module, _ in record.placements(w):
+                        self._learnt[module] = self._learnt.get(module, False) or w.ever_grad
+        return self._learnt.get(ident, False)
+
+
+def _unused_module_site(run, watched, families: _Families):
+    """Where user code set the outermost module on the way none of whose parameters learnt (a submodule the
+    forward never calls): the parent's ``self.block = Block()``, not the ``nn.Conv2d`` inside the block."""
+    for ident, site in reversed(run.record.placements(watched)):  # the outermost first
+        if not families.learnt(ident):
+            return site
+    return None
 
 
 def _siblings_learn(run, watched) -> bool:

@@ -100,3 +100,33 @@ params = list(model[0].parameters()) + list(model[2].parameters())
 opt = torch.optim.SGD(params, lr=0.1)
 """) + TRAIN)
     assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []
+
+
+def test_a_model_rebuilt_as_it_was_after_the_optimizer_is_named_at_the_rebuild(snippet):
+    script, found = optimizer_findings(snippet, """
+class Agent:
+    def __init__(self):
+        self.net = nn.Linear(4, 1)
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=0.1)  # <- optimizer
+
+    def load(self, state):
+        self.net = nn.Linear(4, 1)  # <- rebuilt
+        self.net.load_state_dict(state)
+
+agent = Agent()
+agent.load(nn.Linear(4, 1).state_dict())
+model, opt = agent.net, agent.opt
+""")
+    assert {f.line for f in found} == {script.line("rebuilt")}
+    assert ("used", script.line("optimizer")) in places(found[0])
+    assert "load_state_dict" in found[0].fix
+
+
+def test_a_layer_resized_after_the_optimizer_stays_at_the_optimizer(snippet):
+    """A layer of another shape is a model that changed, not a copy: the optimizer must be built after it."""
+    script, found = optimizer_findings(snippet, """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)  # <- optimizer
+model[0], model[2] = nn.Linear(4, 6), nn.Linear(6, 1)
+""")
+    assert found and {f.line for f in found} == {script.line("optimizer")}

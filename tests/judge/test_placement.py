@@ -1,0 +1,90 @@
+"""Findings about a module's parameters go to the line that set the module where the mistake is: the
+parent's ``self.block = Block()`` for a submodule the forward never calls, the ``self.layers = [...]`` for
+modules kept in a plain list (and the lines that fill an empty dict, when that is where they come from)."""
+from __future__ import annotations
+
+import textwrap
+
+PRELUDE = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(4, 4)
+
+    def forward(self, h):
+        return torch.relu(self.inner(h))
+"""
+
+TRAIN = """
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(2):
+    loss = F.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def loud(snippet, code: str):
+    script = snippet(PRELUDE + textwrap.dedent(code) + TRAIN)
+    return script, [f for f in script.run().findings if f.severity in ("error", "warning")]
+
+
+def test_a_submodule_the_forward_never_calls_is_named_where_its_parent_sets_it(snippet):
+    script, found = loud(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used = Block()
+        self.skipped = Block()  # <- unused
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, h):
+        return self.head(self.used(h))
+
+model = Net()
+""")
+    assert {(f.kind, f.line) for f in found} == {("unused_parameter", script.line("unused"))}
+    assert all(f.tensor.startswith("Net.skipped.inner.") for f in found)
+
+
+def test_modules_in_a_plain_list_are_named_at_the_list(snippet):
+    script, found = loud(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = [Block(), Block()]  # <- list
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, h):
+        for block in self.blocks:
+            h = block(h)
+        return self.head(h)
+
+model = Net()
+""")
+    assert {(f.kind, f.line) for f in found} == {("non_parameter_tensor", script.line("list"))}
+
+
+def test_parameters_put_into_an_empty_dict_are_named_where_they_are_made(snippet):
+    script, found = loud(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = {}
+        for name in ("a", "b"):
+            self.scales[name] = nn.Parameter(torch.ones(4))  # <- made
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, h):
+        return self.head(h * self.scales["a"] * self.scales["b"])
+
+model = Net()
+""")
+    assert {(f.kind, f.line) for f in found} == {("non_parameter_tensor", script.line("made"))}

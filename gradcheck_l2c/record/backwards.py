@@ -13,6 +13,7 @@ from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
 from gradcheck_l2c.record.names import name_variables, variable_name
 from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero
+from gradcheck_l2c.record.origins import MADE
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, Taint, TaintStore
@@ -43,7 +44,7 @@ class NonLeafRead(NamedTuple):
     name: str
     is_leaf: bool
     grad_fn: Any
-
+    made_here: Site | None = None  # the line of the reading function that the tensor came out of
 
 class BackwardLog:
     """Facts about the backward passes of the traced thread and the ``.grad`` reads after them."""
@@ -214,7 +215,15 @@ class BackwardLog:
         elif not tensor.is_leaf:
             frame = user_frame(2)
             name = variable_name(frame, tensor) if frame is not None else None
-            self.nonleaf_reads.append(NonLeafRead(site, name or "tensor", tensor.is_leaf, tensor.grad_fn))
+            self.nonleaf_reads.append(NonLeafRead(site, name or "tensor", tensor.is_leaf, tensor.grad_fn,
+                                                  _line_in(frame, tensor.grad_fn)))
+
+
+def _line_in(frame: Any, node: Any) -> Site | None:
+    """Where the function running in ``frame`` was when ``node`` was made (the call that returned it, when a
+    function it called made it), if the first iteration's lines were remembered (`origins.MADE`)."""
+    stack = node.metadata.get(MADE) if frame is not None and node is not None else None
+    return next((site for ident, code, site in stack or () if ident == id(frame) and code is frame.f_code), None)
 
 
 def _has_grad(tensor: Tensor | None) -> bool:

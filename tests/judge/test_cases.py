@@ -84,8 +84,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: autograd_error e :55; unused_parameter w :20",
     "b6_augmented_lstm_state_data_clone":
         "first pass: nothing",
-    "b6_gsplat_means2d_grad_none":
-        "first pass: non_leaf_watched e :9",
     "b6_dpt_fusion_layer0_unused":
         "first pass: unused_parameter e :13; unused_parameter e :14",
     "b6_kws_l2_nontrainable_module":

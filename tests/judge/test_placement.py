@@ -88,3 +88,20 @@ class Net(nn.Module):
 model = Net()
 """)
     assert {(f.kind, f.line) for f in found} == {("non_parameter_tensor", script.line("made"))}
+
+
+def test_a_non_leaf_made_inside_a_helper_is_named_at_the_call_that_returned_it(snippet):
+    script = snippet(PRELUDE + textwrap.dedent("""
+    w = torch.randn(4, 1, requires_grad=True)
+
+    def project(points, weight):
+        cam = points @ weight  # made here, inside the helper
+        return {"cam": cam, "out": cam.sum()}
+
+    info = project(x, w)  # <- call
+    info["out"].backward()
+    print(info["cam"].grad)  # <- symptom
+    """))
+    found = [f for f in script.run().findings if f.kind == "non_leaf_watched"]
+    assert [f.line for f in found] == [script.line("call")]
+    assert ("symptom", script.line("symptom")) in {(p.role, p.line) for p in found[0].related}

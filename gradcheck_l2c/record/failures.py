@@ -22,7 +22,7 @@ from gradcheck_l2c.record.writes import WriteLog
 KIND = "inplace_saved"
 _MESSAGE = re.compile(
     r"\[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\](?:, which is output \d+ of (?P<producer>\w+),)? "
-    r"is at version (?P<version>\d+)")
+    r"is at version (?P<version>\d+)(?:; expected version (?P<expected>\d+))?")
 
 
 class StaleSaved(NamedTuple):
@@ -74,18 +74,20 @@ class FailureRecorder:
             return None
         shape = tuple(int(s) for s in match["shape"].replace(" ", "").split(",") if s)
         stale = int(match["version"])
+        # several writes since it was saved: the first one (the version after the expected one) is the change
+        first = int(match["expected"]) + 1 if match["expected"] is not None else stale
         saver = _saver(roots)
         saver_name = type(saver).__name__ if saver is not None else "an operation"
         saver_site = graph.node_site(saver)
         symptom = user_site(2)
-        write = self._write(shape, stale, exact=True)
+        write = self._write(shape, first, exact=True) or self._write(shape, stale, exact=True)
         step = self._stepped(shape, stale) if write is None else None
         if step is not None:
             optimizer = _optimizer_name(step)
             self.events.record(KIND, -1, step.step_site, f"{optimizer}.step()", saver=saver_name,
                                saver_site=saver_site, symptom=symptom, optimizer=step.name)
             return StaleSaved(saver_name, saver_site, f"{optimizer}.step()", step.step_site, step.name)
-        write = write or self._write(shape, stale, exact=False)
+        write = write or self._write(shape, first, exact=False) or self._write(shape, stale, exact=False)
         if write is None:
             return StaleSaved(saver_name, saver_site, None, None, None)
         self.events.record(KIND, -1, write.site, write.op, saver=saver_name, saver_site=saver_site,

@@ -78,8 +78,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: autograd_error e :33",
     "b6_maml_single_update_step_no_grad":
         "first pass: autograd_error e :48; cut_term w :32; no_grad e :36",
-    "b6_rknet_att_border_inplace":
-        "first pass: inplace_saved e :22",
     "b6_stylemapgan_w_rec_second_backward":
         "first pass: autograd_error e :55; unused_parameter w :20",
     "b6_augmented_lstm_state_data_clone":

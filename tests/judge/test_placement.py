@@ -105,3 +105,18 @@ def test_a_non_leaf_made_inside_a_helper_is_named_at_the_call_that_returned_it(s
     found = [f for f in script.run().findings if f.kind == "non_leaf_watched"]
     assert [f.line for f in found] == [script.line("call")]
     assert ("symptom", script.line("symptom")) in {(p.role, p.line) for p in found[0].related}
+
+
+def test_of_several_in_place_writes_into_a_saved_tensor_the_first_is_named(snippet):
+    script = snippet(PRELUDE + textwrap.dedent("""
+    w = torch.randn(4, 4, requires_grad=True)
+    att = torch.sigmoid(x @ w)
+    att[:, 0] = 0  # <- first
+    att[:, -1] = 0
+    try:
+        att.sum().backward()
+    except RuntimeError:
+        pass
+    """))
+    found = [f for f in script.run().findings if f.kind == "inplace_saved" and f.severity == "error"]
+    assert [f.line for f in found] == [script.line("first")]

@@ -84,6 +84,7 @@ class BackwardLog:
         optimizers = self.optimizers
         if reached and optimizers.live:
             optimizers.reached(reached)
+            optimizers.use.backward(user_site(2), reached)
         backwards = self.clock.backwards
         if backwards <= 3:
             for key in self._note_consumers(roots) - reached:

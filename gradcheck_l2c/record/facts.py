@@ -6,6 +6,7 @@ from gradcheck_l2c.record.backwards import NonLeafRead, PendingGraph
 from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
 from gradcheck_l2c.record.events import Event, EventExtra
 from gradcheck_l2c.record.failures import BackwardFailure, Graphless, StaleSaved
+from gradcheck_l2c.record.gradient_use import UnreadBackward
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.optimizers import OptimizerRecord, StepMiss
 from gradcheck_l2c.record.taint import Chain, Taint
@@ -18,5 +19,5 @@ from gradcheck_l2c.record.writes import InplaceNote
 __all__ = [
     "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "Graphless",
     "InplaceNote", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site", "StaleSaved", "StepMiss",
-    "TakenGradient", "Taint", "Unchanged", "Unregistered", "WatchSpec", "Watched",
+    "TakenGradient", "Taint", "Unchanged", "Unregistered", "UnreadBackward", "WatchSpec", "Watched",
 ]

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
@@ -68,6 +69,7 @@ class OptimizerLog:
                  updates: UpdateLog) -> None:
         self.registry, self.taints, self.events, self.clock = registry, taints, events, clock
         self.updates = updates
+        self.use = GradientUse()
         self.records: list[OptimizerRecord] = []
         self.live: dict[int, OptimizerRecord] = {}  # id(optimizer) -> record, for the optimizers alive
         # keys missed by a backward since an optimizer holding them last stepped, keys some step found with
@@ -128,6 +130,9 @@ class OptimizerLog:
     def cleared(self, optimizer: Any, site: Site | None) -> None:
         """``optimizer.zero_grad()`` ran at ``site``."""
         self._cleared[id(optimizer)] = (site, self.clock.backwards, self.clock.assigned)
+        record = self.live.get(id(optimizer))
+        if record is not None and record.optimizer() is optimizer:
+            self.use.cleared(id(optimizer), record.keys, record.name, record.step_site, site)
 
     def step(self, optimizer: Any, site: Site | None, closure: bool = False) -> None:
         """``optimizer.step()`` is about to run: note the tensors it steps without the gradient a cut kept
@@ -139,6 +144,7 @@ class OptimizerLog:
         clock.steps += 1
         record.step_site, record.step_order = site, clock.steps
         self.updates.step(optimizer, record.keys)
+        self.use.stepped(id(optimizer), record.keys, closure)
         since, since_assigned = self._last_step.get(id(optimizer), (0, 0))
         self._last_step[id(optimizer)] = (clock.backwards, clock.assigned)
         if self._stepped(record, site) or closure or (clock.backwards == since and clock.assigned == since_assigned):

@@ -34,6 +34,7 @@ from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.scope import Clock, Scope
 from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.terms import TakenGradient, TermLog
+from gradcheck_l2c.record.gradient_use import UnreadBackward
 from gradcheck_l2c.record.updates import Unchanged
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry, selected
@@ -174,6 +175,11 @@ class TraceRecord:
     @property
     def optimizers(self) -> list[OptimizerRecord]:
         return self._optimizers.records
+
+    @property
+    def unread_backwards(self) -> list[UnreadBackward]:
+        """Backward lines whose gradients every optimizer cleared before any step read them, time after time."""
+        return self._optimizers.use.never_read()
 
     @property
     def unchanged(self) -> list[Unchanged]:

@@ -66,8 +66,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing",
     "b6_semgan_r1_disc_img_frozen":
         "first pass: nothing",
-    "b6_da_step_before_adv_backward":
-        "first pass: nothing",
     "b6_art_shadow_clone_stale_optimizer":
         "first pass: optimizer w :41",
     "b6_skorch_deepcopy_unlinks_optimizer":

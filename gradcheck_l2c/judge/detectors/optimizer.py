@@ -63,6 +63,22 @@ def scan(run) -> list[Finding]:
             f"[p for n, p in model.named_parameters() if n != '{attr}'].",
             event.count,
         ))
+    return found + _unread(run)
+
+
+def _unread(run) -> list[Finding]:
+    """Backwards whose gradients no step read: the optimizer stepped before them and cleared them after."""
+    found = []
+    for entry in run.record.unread_backwards:
+        found.append(run.finding(
+            KIND, "warning", entry.optimizer, entry.step_site or entry.site,
+            f"{entry.optimizer}.step() here runs before the backward at {entry.site}, and the next zero_grad() (at "
+            f"{entry.cleared_at}) clears the gradients that backward gave, so no step ever reads them: that loss "
+            "changes no weight.",
+            f"call {entry.optimizer}.step() after every backward() whose gradients it should use (move it below the "
+            f"backward at {entry.site}).",
+            entry.count, related={"symptom": entry.site},
+        ))
     return found
 
 

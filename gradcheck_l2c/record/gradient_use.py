@@ -1,0 +1,83 @@
+"""Backward passes whose gradients no optimizer step read: every watched tensor a backward reached was
+cleared by its optimizer's ``zero_grad()`` before that optimizer stepped again (the step ran before this
+backward, as in a domain-adaptation loop that steps after the first loss only).
+
+A GAN's generator loss also fills the discriminator's ``.grad`` that the next ``zero_grad()`` clears, but
+the generator's step reads the rest of that backward: only a backward none of whose gradients any step
+read counts, per line, and the judge wants it at a line where it happened more than once and never else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gradcheck_l2c.record.locations import Site
+
+
+@dataclass(eq=False)
+class _Pending:
+    site: Site | None
+    keys: set[int]
+
+
+@dataclass
+class UnreadBackward:
+    """A backward line whose gradients the steps never read: how often they were cleared unread, the
+    optimizer that cleared them, its step that ran before them, and the ``zero_grad()`` that cleared them."""
+
+    site: Site | None
+    optimizer: str
+    step_site: Site | None
+    cleared_at: Site | None
+    count: int = 0
+
+
+@dataclass
+class GradientUse:
+    """Pending backwards (their unread keys), the backward lines some step read, and those never read."""
+
+    pending: list[_Pending] = field(default_factory=list)
+    read: set[Site | None] = field(default_factory=set)
+    unread: dict[Site | None, UnreadBackward] = field(default_factory=dict)
+    skipped: set[int] = field(default_factory=set)  # optimizers stepped with a closure: zero_grad runs inside
+
+    def backward(self, site: Site | None, keys: set[int]) -> None:
+        """A backward called at ``site`` gave these watched tensors their gradient."""
+        if keys:
+            self.pending.append(_Pending(site, set(keys)))
+            if len(self.pending) > 64:  # gradient accumulation over many micro-batches: keep the newest
+                del self.pending[:32]
+
+    def stepped(self, ident: int, keys: set[int], closure: bool) -> None:
+        """An optimizer (``id`` ``ident``) holding ``keys`` steps: the pending backwards it reads are read."""
+        if closure:
+            self.skipped.add(ident)
+        still = []
+        for backward in self.pending:
+            if backward.keys & keys:
+                self.read.add(backward.site)
+            else:
+                still.append(backward)
+        self.pending = still
+
+    def cleared(self, ident: int, keys: set[int], optimizer: str, step_site: Site | None,
+                site: Site | None) -> None:
+        """The optimizer's ``zero_grad()`` at ``site`` cleared ``keys``: a backward left with nothing unread
+        was read by no step."""
+        if ident in self.skipped or not self.pending:
+            return
+        still = []
+        for backward in self.pending:
+            if backward.keys & keys:
+                backward.keys -= keys
+                if not backward.keys:
+                    entry = self.unread.get(backward.site)
+                    if entry is None:
+                        entry = self.unread[backward.site] = UnreadBackward(backward.site, optimizer, step_site, site)
+                    entry.count += 1
+                    continue
+            still.append(backward)
+        self.pending = still
+
+    def never_read(self) -> list[UnreadBackward]:
+        """Backward lines cleared unread more than once and never read by a step."""
+        return [entry for site, entry in self.unread.items() if site not in self.read and entry.count > 1]

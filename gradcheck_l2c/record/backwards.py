@@ -84,7 +84,9 @@ class BackwardLog:
         optimizers = self.optimizers
         if reached and optimizers.live:
             optimizers.reached(reached)
-            optimizers.use.backward(user_site(2), reached)
+        # autograd.grad fills no .grad for a step to read
+        optimizers.use.backward(user_site(2) if reached and optimizers.live and not returned else None,
+                                reached if optimizers.live and not returned else set())
         backwards = self.clock.backwards
         if backwards <= 3:
             for key in self._note_consumers(roots) - reached:
@@ -127,6 +129,7 @@ class BackwardLog:
             missing.setdefault(key, []).append(chain)
         if missing:
             self.cut_off = set(missing)
+            optimizers.use.cut()
             self._capture(roots, missing)
 
     def _note_consumers(self, roots: list[Tensor]) -> set[int]:

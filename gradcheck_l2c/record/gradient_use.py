@@ -39,13 +39,21 @@ class GradientUse:
     read: set[Site | None] = field(default_factory=set)
     unread: dict[Site | None, UnreadBackward] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)  # optimizers stepped with a closure: zero_grad runs inside
+    last: _Pending | None = None  # the latest backward's entry, while it is pending
 
     def backward(self, site: Site | None, keys: set[int]) -> None:
         """A backward called at ``site`` gave these watched tensors their gradient."""
-        if keys:
-            self.pending.append(_Pending(site, set(keys)))
+        self.last = _Pending(site, set(keys)) if keys else None
+        if self.last is not None:
+            self.pending.append(self.last)
             if len(self.pending) > 64:  # gradient accumulation over many micro-batches: keep the newest
                 del self.pending[:32]
+
+    def cut(self) -> None:
+        """The backward just recorded missed tensors through a cut: that cut explains what its steps missed."""
+        if self.last is not None and self.last in self.pending:
+            self.pending.remove(self.last)
+            self.read.add(self.last.site)
 
     def stepped(self, ident: int, keys: set[int], closure: bool) -> None:
         """An optimizer (``id`` ``ident``) holding ``keys`` steps: the pending backwards it reads are read."""

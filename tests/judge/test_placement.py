@@ -120,3 +120,31 @@ def test_of_several_in_place_writes_into_a_saved_tensor_the_first_is_named(snipp
     """))
     found = [f for f in script.run().findings if f.kind == "inplace_saved" and f.severity == "error"]
     assert [f.line for f in found] == [script.line("first")]
+
+
+def test_a_step_that_runs_before_a_backward_whose_gradients_are_then_cleared_is_named(snippet):
+    script = snippet(PRELUDE + textwrap.dedent("""
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()  # <- step
+        (0.1 * model(x).abs().mean()).backward()  # <- late
+    """))
+    found = [f for f in script.run().findings if f.kind == "optimizer"]
+    assert [(f.line, f.severity) for f in found] == [(script.line("step"), "warning")]
+    assert ("symptom", script.line("late")) in {(p.role, p.line) for p in found[0].related}
+
+
+def test_gradients_accumulated_over_several_backwards_before_one_step_are_silent(snippet):
+    script = snippet(PRELUDE + textwrap.dedent("""
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        opt.zero_grad()
+        for half in (x[:4], x[4:]):
+            model(half).abs().mean().backward()
+        opt.step()
+    """))
+    assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []

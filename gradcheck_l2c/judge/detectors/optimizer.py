@@ -69,7 +69,10 @@ def scan(run) -> list[Finding]:
 def _unread(run) -> list[Finding]:
     """Backwards whose gradients no step read: the optimizer stepped before them and cleared them after."""
     found = []
+    erased = {event.extra.get("optimizer") for event in run.record.events(KIND) if event.detail == "erased"}
     for entry in run.record.unread_backwards:
+        if entry.optimizer in erased:
+            continue  # a zero_grad() between backward and step: told as erased gradients, at that zero_grad()
         found.append(run.finding(
             KIND, "warning", entry.optimizer, entry.step_site or entry.site,
             f"{entry.optimizer}.step() here runs before the backward at {entry.site}, and the next zero_grad() (at "

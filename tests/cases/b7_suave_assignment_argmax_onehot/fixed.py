@@ -1,0 +1,42 @@
+"""The fixed twin: the straight-through gumbel_softmax(hard=True) keeps the reconstruction gradient on the
+assignment head (xuxu-wei/SUAVE#65)."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+K, D, Z = 3, 8, 2
+
+
+class MixtureVAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(D, 16)
+        self.assign_head = nn.Linear(16, K)
+        self.component_means = nn.Parameter(torch.randn(K, D))
+        self.decoder = nn.Linear(Z, D)
+        self.to_z = nn.Linear(16, Z)
+
+    def forward(self, x):
+        h = torch.tanh(self.encoder(x))
+        component_logits = self.assign_head(h)
+        posterior_weights = component_logits.softmax(-1)
+        assignments = F.gumbel_softmax(component_logits, tau=1.0, hard=True)
+        recon = self.decoder(self.to_z(h)) + assignments @ self.component_means
+        return recon, posterior_weights
+
+
+torch.manual_seed(0)
+model = MixtureVAE()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+x = torch.randn(64, D) + 3 * torch.randint(0, K, (64, 1)).float()
+for step in range(30):
+    recon, weights = model(x)
+    recon_loss = F.mse_loss(recon, x)
+    kl = (weights * (weights.clamp_min(1e-8).log() - torch.log(torch.tensor(1.0 / K)))).sum(-1).mean()
+    loss = recon_loss + 0.1 * kl
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+recon, _ = model(x)
+grad = torch.autograd.grad(F.mse_loss(recon, x), model.assign_head.weight, allow_unused=True)[0]
+print(f"recon {F.mse_loss(recon, x).item():.3f}; reconstruction reaches the assignment head: {grad is not None}")

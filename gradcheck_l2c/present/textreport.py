@@ -18,6 +18,7 @@ _SGR = {"error": "1;31", "warning": "1;33", "info": "36", "bold": "1", "fix": "3
 _NAMES_IN_SUMMARY = 3
 _TENSORS_PER_ENTRY = 4
 _TENSORS_UNEXPLAINED = 10
+_NAMES_IN_WATCH_WARNING = 12
 
 
 def summary_line(
@@ -250,3 +251,16 @@ def _shape(shape: Sequence[int]) -> str:
 
 def _plural(count: int, word: str) -> str:
     return word if count == 1 else word + "s"
+
+
+def unmatched_message(patterns: Sequence[str], names: Sequence[str], level: str = "error") -> str:
+    """The line for ``--watch`` patterns that matched nothing, listing the names that exist."""
+    quoted = ", ".join(repr(pattern) for pattern in patterns)
+    which = "pattern" if len(patterns) == 1 else "patterns"
+    text = f"gradcheck-l2c: {level}: --watch {which} {quoted} matched no tensor"
+    if not names:
+        return text + "; no tensor that requires grad was seen at all."
+    shown = ", ".join(names[:_NAMES_IN_WATCH_WARNING])
+    if len(names) > _NAMES_IN_WATCH_WARNING:
+        shown += f" and {len(names) - _NAMES_IN_WATCH_WARNING} more"
+    return f"{text}; the tensors seen were: {shown}"

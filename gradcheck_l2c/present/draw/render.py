@@ -260,11 +260,22 @@ def write_render_dir(graphs: Sequence[CapturedGraph], findings: Sequence[Finding
                      fmt: str = "svg", full: bool = False) -> list[Path]:
     """Write one image per captured graph (``graph-1.svg``, ...) and ``index.html`` listing the findings.
 
-    Each graph is drawn with its own cuts plus the other causes found for the tensors it is missing. The
-    returned paths are the images (``.dot`` sources when Graphviz is missing) and then ``index.html``.
+    The returned paths are the images (``.dot`` sources when Graphviz is missing) and then ``index.html``.
+    """
+    out = Path(out_dir)
+    sections = draw_graphs(graphs, findings, out, fmt=fmt, full=full)
+    index_path = out / "index.html"
+    index_path.write_text(page.index_page(findings, sections), encoding="utf-8")
+    return [section.image for section in sections] + [index_path]
+
+
+def draw_graphs(graphs: Sequence[CapturedGraph], findings: Sequence[Finding], out: Path, *, fmt: str = "svg",
+                full: bool = False) -> list[page.Section]:
+    """Draw each captured graph into ``out/graph-<n>.<fmt>``; one ``Section`` each, naming the findings drawn.
+
+    Each graph is drawn with its own cuts plus the other causes found for the tensors it is missing.
     """
     check_format(fmt)
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sections = []
     for number, captured in enumerate(graphs, 1):
@@ -273,10 +284,8 @@ def write_render_dir(graphs: Sequence[CapturedGraph], findings: Sequence[Finding
                  if f.tensor in captured.missing and f.kind in CAUSES and f not in drawn_findings]
         saved = save_graph(render(captured, findings=[*captured.cuts, *extra], full=full), out / f"graph-{number}", fmt)
         sections.append(page.Section(number, captured.missing,
-                                            [cut.finding for cut in captured.cuts] + extra, saved.path, saved.note))
-    index_path = out / "index.html"
-    index_path.write_text(page.index_page(findings, sections), encoding="utf-8")
-    return [section.image for section in sections] + [index_path]
+                                     [cut.finding for cut in captured.cuts] + extra, saved.path, saved.note))
+    return sections
 
 
 def render_graphs(tracer: Any, folder: str, *, fmt: str = "svg", full: bool = False) -> list[Any]:
@@ -291,10 +300,10 @@ def render_graphs(tracer: Any, folder: str, *, fmt: str = "svg", full: bool = Fa
     return call_with_large_stack(draw)
 
 
-def render_summary(written: Sequence[Any], fmt: str = "svg") -> str:
-    """One line on what ``write_render_dir`` wrote (images, then the index page), and the
+def render_summary(written: Sequence[Any], fmt: str = "svg", *, hint: bool = True) -> str:
+    """One line on what ``write_render_dir`` wrote (images, then the index page), and with ``hint`` the
     Graphviz install hint when it could only write ``.dot`` sources."""
     images = len(written) - 1
     text = f"drew {images} {'graph' if images == 1 else 'graphs'}; open {written[-1]}"
-    hint = missing_dot_hint()
-    return f"{text}\n{hint}" if hint and fmt != "dot" else text
+    install = missing_dot_hint() if hint else None
+    return f"{text}\n{install}" if install and fmt != "dot" else text

@@ -7,7 +7,8 @@
     loss.backward()
 
 runs the cell under :func:`gradcheck_l2c.trace`, then prints the report and, with ``--render``,
-shows the autograd graph of each backward that missed a watched tensor. When the cell raises, the
+shows the autograd graph of each backward that missed a watched tensor; ``--html`` shows the report as HTML
+in the notebook: the findings, the cell's lines with the cut marked, and the graphs. When the cell raises, the
 report covers what ran and the cell's exception is raised again after it, so "Run All" stops there. ``--watch`` takes a
 name or glob the tracer knows (``"*.alpha"``) or a variable of the notebook (``model.alpha``,
 ``model``); repeat it to watch several. ``-o`` returns the :class:`~gradcheck_l2c.tracer.Trace`.
@@ -39,6 +40,8 @@ class GradcheckMagics(Magics):
         help="tensor to judge: a variable (model.alpha, model) or a name/glob (*.alpha); repeatable",
     )
     @argument("-r", "--render", action="store_true", help="show the graph of each backward that missed one")
+    @argument("--html", action="store_true",
+              help="show the report as HTML: findings, the marked lines with their fixes, and the graphs")
     @argument("-o", "--output", action="store_true", help="return the Trace (it becomes the cell's Out)")
     @cell_magic
     def gradcheck(self, line: str, cell: str) -> Any:
@@ -50,7 +53,7 @@ class GradcheckMagics(Magics):
         args = parse_argstring(self.gradcheck, line)
         watch = _watch(args.watch or [], self.shell.user_ns)
         try:
-            t = trace(watch=watch, record_sites=args.render)
+            t = trace(watch=watch, record_sites=args.render or args.html)
             with t, _errors_not_shown(self.shell):  # shown once, after the report, when raised again
                 result = self.shell.run_cell(cell)
             if result.success:
@@ -61,6 +64,8 @@ class GradcheckMagics(Magics):
             print(t.report())
         if args.render:
             _show_graphs(t)
+        if args.html and not t.disabled:
+            _show_html(t)
         if not result.success:  # after the report, so that "Run All" and nbclient stop at this cell
             raise result.error_before_exec or result.error_in_exec
         return t if args.output else None
@@ -101,6 +106,14 @@ def _lookup(dotted: str, namespace: dict[str, Any]) -> Any:
     for part in rest:
         value = getattr(value, part, None)
     return value
+
+
+def _show_html(t: Any) -> None:
+    from IPython.display import HTML
+
+    from gradcheck_l2c.present.html.report import inline_html
+
+    display(HTML(inline_html(t.findings, t.watched, t.graphs)))
 
 
 def _show_graphs(t: Any) -> None:

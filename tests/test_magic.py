@@ -88,6 +88,15 @@ def test_render_shows_the_graph_of_the_backward_that_missed(ip, monkeypatch):
     assert "tomato" in shown[0].source  # the watched tensor that got no gradient
 
 
+def test_html_shows_the_report_inline_with_the_cut_line_marked(ip, monkeypatch):
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+    run(ip, "--watch alpha --html", BROKEN)
+    (block,) = [item.data for item in shown]
+    assert '<tr class="line error" id="' in block and "torch.softmax(alpha, 0)[0].item()" in block
+    assert "GC001 item" in block and ('src="data:image/svg+xml;base64,' in block or "graph 1:" in block)
+
+
 def test_without_output_flag_returns_nothing(ip):
     result = run(ip, "--watch alpha", FIXED)
     assert result.result is None

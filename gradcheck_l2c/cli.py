@@ -271,9 +271,10 @@ def _trace_command(options: argparse.Namespace) -> int:
 
     if tracer.unmatched_patterns:
         ended = outcome.exception is None and not outcome.exit_status  # else it may not have got that far
+        vacuous = ended and not tracer.watched  # no pattern matched at all
         print(unmatched_message(tracer.unmatched_patterns, tracer.watched_names,
-                                "error" if ended else "warning"), file=stderr)
-        if ended:  # the check was vacuous, as the API's UsageError says
+                                "error" if vacuous else "warning"), file=stderr)
+        if vacuous:  # the check watched nothing, as the API's UsageError says; a typo beside others warns
             return EXIT_USAGE
     if outcome.exception is not None:
         print(f"{PROG}: the script stopped with {type(outcome.exception).__name__}; "

@@ -47,6 +47,7 @@ class GradcheckMagics(Magics):
     def gradcheck(self, line: str, cell: str) -> Any:
         """Run the cell under the gradient tracer, then print its report (and graphs with --render)."""
         from gradcheck_l2c.assertions import assert_trace_clean
+        from gradcheck_l2c.present.textreport import unmatched_message
         from gradcheck_l2c.tracer import trace
 
         __tracebackhide__ = True  # a cell's error is raised again from here: show the cell's frames only
@@ -56,7 +57,9 @@ class GradcheckMagics(Magics):
             t = trace(watch=watch, record_sites=args.render or args.html)
             with t, _errors_not_shown(self.shell):  # shown once, after the report, when raised again
                 result = self.shell.run_cell(cell)
-            if result.success:
+            if t.unmatched_patterns and t.watched:  # a typo beside names that matched: say so, keep the report
+                print(unmatched_message(t.unmatched_patterns, t.watched_names, "warning"))
+            elif result.success:
                 assert_trace_clean(t, fail_on="never")  # only a watch name that matched nothing raises
         except UsageError as err:
             raise IPythonUsageError(str(err)) from None
@@ -91,10 +94,17 @@ def _watch(names: list[str], namespace: dict[str, Any]) -> Any:
     import torch
 
     resolved: list[Any] = []
-    for name in names:
+    for name in map(_unquoted, names):
         value = _lookup(name, namespace)
         resolved.append({name: value} if isinstance(value, (torch.Tensor, torch.nn.Module)) else name)
     return resolved or None
+
+
+def _unquoted(word: str) -> str:
+    """``'*.alpha'`` as a shell would pass it: the magic's parser keeps the quotes a user types."""
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        return word[1:-1]
+    return word
 
 
 def _lookup(dotted: str, namespace: dict[str, Any]) -> Any:

@@ -79,14 +79,25 @@ class Trace:
                     exc_info[1].add_note(text)
 
     def __call__(self, function: F) -> F:
+        """As a decorator: each call runs under this trace, and when the trace found something its report
+        goes to stderr (nobody may hold this object to read ``findings``), even when the call raised."""
         _refuse_pieces(function)
 
         @functools.wraps(function)
         def traced(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return function(*args, **kwargs)
+            try:
+                with self:
+                    return function(*args, **kwargs)
+            finally:
+                self._print_report()
 
         return traced  # type: ignore[return-value]
+
+    def _print_report(self) -> None:
+        """Write the report to stderr when a finding that is listed by default (not a note, not suppressed)
+        exists."""
+        if self._verdict is not None and any(f.severity != "info" and not f.suppressed for f in self.findings):
+            print(self.report(color=False), file=sys.stderr)
 
     def _start(self) -> "Trace":
         """Install everything; each step can be undone by `_stop` as soon as it has begun."""

@@ -174,6 +174,14 @@ def test_watch_pattern_that_matches_nothing_lists_the_names_that_exist():
     assert "w" in line[len(error):].split(", ")
 
 
+def test_a_mistyped_watch_pattern_beside_one_that_matched_warns_and_keeps_the_report(monkeypatch, capsys):
+    monkeypatch.chdir(SCRIPTS)
+    assert main(["trace", "--watch", "w", "--watch", "ww", "cli_item.py"]) == 1
+    stderr = capsys.readouterr().err
+    assert "gradcheck-l2c: warning: --watch pattern 'ww' matched no tensor" in stderr
+    assert "cli_item.py:5: error: item" in stderr
+
+
 def test_watch_pattern_that_matches_nothing_in_a_script_that_crashed_is_a_warning():
     code, _, stderr = gradcheck("trace", "--watch", "alpa", "cli_raise.py")
     assert code == 1

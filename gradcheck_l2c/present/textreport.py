@@ -8,6 +8,8 @@ folded into one entry. Findings a ``# gradcheck: ignore`` comment suppressed are
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Iterable, Sequence
 
 from gradcheck_l2c.records import Finding, WatchedTensor
@@ -19,6 +21,7 @@ _NAMES_IN_SUMMARY = 3
 _TENSORS_PER_ENTRY = 4
 _TENSORS_UNEXPLAINED = 10
 _NAMES_IN_WATCH_WARNING = 12
+_IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
 
 
 def summary_line(
@@ -58,7 +61,8 @@ def format_report(
     lines += _missing_sections(missing, findings, paint, budget, verbose)
     lines += _other_findings(others, paint, budget, "Other findings:" if missing else "Findings:")
     if budget.left_out:
-        lines += ["", f"{budget.left_out} more {_plural(budget.left_out, 'finding')} not shown "
+        more = " more" if budget.shown else ""
+        lines += ["", f"{budget.left_out}{more} {_plural(budget.left_out, 'finding')} not shown "
                       f"(at most {max_findings} entries are listed)."]
     if notes and not verbose:
         lines += ["", f"{len(notes)} {_plural(len(notes), 'note')} not shown (verbose shows them)."]
@@ -113,10 +117,12 @@ def _missing_sections(missing: Sequence[WatchedTensor], findings: Sequence[Findi
                           for tensor, _ in members[:_TENSORS_PER_ENTRY])
         if len(members) > _TENSORS_PER_ENTRY:
             names += f" and {len(members) - _TENSORS_PER_ENTRY} more"
-        lines += ["", f"{names} got no gradient; causes in the order the values flowed:"]
+        entries = []
         for number, group in enumerate(zip(*(causes for _, causes in members)), 1):
             if budget.take(len(group)):
-                lines += _entry(list(group), paint, prefix=f"{number}. ", with_tensor=False)
+                entries += _entry(list(group), paint, prefix=f"{number}. ", with_tensor=False)
+        if entries:  # a heading with nothing under it (``max_findings=0``) says nothing
+            lines += ["", f"{names} got no gradient; causes in the order the values flowed:", *entries]
     if unexplained:
         listed = unexplained if verbose else unexplained[:_TENSORS_UNEXPLAINED]
         names = ", ".join(f"{paint(tensor.name, 'bold')} {_shape(tensor.shape)}" for tensor in listed)
@@ -150,6 +156,26 @@ def display_path(path: str) -> str:
     except ValueError:  # another drive on Windows
         return path
     return path if relative.startswith(os.pardir) else relative
+
+
+def display_place(path: str, line: int) -> str:
+    """``path:line`` as :func:`display_path` writes it, or ``cell [1], line 8`` for a notebook cell."""
+    cell = _cell_number(path)
+    return f"cell [{cell}], line {line}" if cell is not None else f"{display_path(path)}:{line}"
+
+
+def _cell_number(path: str) -> str | None:
+    """The execution count of the IPython cell compiled under the file name ``path``, or ``None``."""
+    match = _IPYTHON_INPUT.fullmatch(path)
+    if match:
+        return match.group(1)
+    if "IPython" not in sys.modules:
+        return None
+    shell = sys.modules["IPython"].get_ipython()
+    name = shell.compile.format_code_name(path) if shell is not None else None
+    if name is None or not name[1].startswith("In["):  # ("Cell", "In[8]") for a cell this shell ran
+        return None
+    return name[1][3:-1]
 
 
 class _Painter:
@@ -219,7 +245,7 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     first = group[0]
     indent = "  " + " " * len(prefix)
     head = (
-        f"  {prefix}{paint(f'{display_path(first.file)}:{first.line}', 'bold')}: "
+        f"  {prefix}{paint(display_place(first.file, first.line), 'bold')}: "
         f"{paint(first.severity, first.severity)}: {first.kind}"
     )
     count = max(finding.count for finding in group)
@@ -240,7 +266,7 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     if first.fix:
         lines.append(f"{indent}{paint('fix:', 'fix')} {first.fix}")
     for place in first.related:
-        lines.append(f"{indent}{place.role}: {display_path(place.file)}:{place.line}"
+        lines.append(f"{indent}{place.role}: {display_place(place.file, place.line)}"
                      + (f": {place.code.strip()}" if place.code else ""))
     return lines
 

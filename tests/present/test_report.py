@@ -122,6 +122,14 @@ def test_max_findings_caps_the_entries_and_says_how_many_are_left_out():
     assert "3 more findings not shown (at most 2 entries are listed)." in report
 
 
+def test_max_findings_zero_lists_no_entry_and_no_empty_heading():
+    findings = [finding(line=1), finding(kind="optimizer", severity="warning", tensor="Net.w", line=5)]
+    report = format_report(findings, [ALPHA, WEIGHT], max_findings=0)
+    assert report.splitlines()[0].startswith("gradcheck-l2c: 1 of 2 watched tensors got no gradient")
+    assert "got no gradient; causes" not in report and "Other findings" not in report
+    assert report.endswith("\n\n2 findings not shown (at most 0 entries are listed).\n")
+
+
 def test_notes_are_hidden_unless_verbose():
     note = finding(kind="non_leaf_watched", severity="info", tensor="h", line=7)
     quiet = format_report([note], [WEIGHT, BIAS])

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from gradcheck_l2c.present.draw.page import Section
 from gradcheck_l2c.present.html.links import Links
 from gradcheck_l2c.present.html.marks import Entry, Marked
-from gradcheck_l2c.present.textreport import display_path
+from gradcheck_l2c.present.textreport import display_path, display_place
 
 _e = html.escape
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -59,7 +59,7 @@ def _table(marked: Marked, links: Links) -> str:
 def _row(entry: Entry, links: Links) -> str:
     f = entry.finding
     if f.file and f.line > 0:
-        where = f'<a href="{_e(links.line(f.file, f.line))}">{_e(display_path(f.file))}:{f.line}</a>'
+        where = f'<a href="{_e(links.line(f.file, f.line))}">{_e(display_place(f.file, f.line))}</a>'
     else:
         where = _e(display_path(f.file)) if f.file else ""
     fix = f'<div class="fix"><b>fix:</b> {_e(f.fix)}</div>' if f.fix else ""

@@ -7,7 +7,7 @@ import linecache
 
 from gradcheck_l2c.present.html.links import Links
 from gradcheck_l2c.present.html.marks import Entry, LineMarks, SourceFile
-from gradcheck_l2c.present.textreport import display_path
+from gradcheck_l2c.present.textreport import display_path, display_place
 
 _e = html.escape
 
@@ -71,7 +71,7 @@ def _finding_note(entry: Entry, links: Links) -> str:
         parts.append(f'<div class="fix"><b>fix:</b> {_e(f.fix)}</div>')
     for place in f.related:
         if place.file and place.line > 0:
-            where = f"{display_path(place.file)}:{place.line}"
+            where = display_place(place.file, place.line)
             parts.append(f'<div>{_e(place.role)}: <a href="{_e(links.line(place.file, place.line))}">{_e(where)}</a>'
                          "</div>")
     return "".join(parts) + "</div>"
@@ -79,7 +79,7 @@ def _finding_note(entry: Entry, links: Links) -> str:
 
 def _related_note(entry: Entry, role: str, links: Links) -> str:
     f = entry.finding
-    where = f"{display_path(f.file)}:{f.line}"
+    where = display_place(f.file, f.line)
     target = links.note(entry) if f.file and f.line > 0 else links.row(entry)
     tensor = f" (<code>{_e(f.tensor)}</code>)" if f.tensor else ""
     return (f'<div class="related-note">{_e(role)} of <a href="{_e(target)}">{_e(entry.rule)} {_e(f.kind)} at '

@@ -48,7 +48,7 @@ graphviz:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
 	  else echo "Graphviz 'dot' is missing; install it with:  sudo apt-get install -y graphviz"; fi; }
 
-# The HTML report's browser test (tests/present/html/test_browser.py) drives Debian's Chromium through
+# The HTML report's browser test (tests/present/html/test_html_browser.py) drives Debian's Chromium through
 # chromedriver; it skips, saying why, where they are missing.
 chromium:
 	@command -v chromedriver >/dev/null 2>&1 && { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } || { \

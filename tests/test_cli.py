@@ -224,7 +224,7 @@ def test_demo_traces_the_seed_then_shows_alpha_learning(tmp_path, monkeypatch, c
         (["trace", "--bogus", "cli_item.py"], "unrecognized arguments: --bogus"),
         (["trace"], "trace needs a script"),
         (["trace", "--max-findings", "-1", "cli_item.py"], "expected a number >= 0"),
-        (["trace", "--full", "cli_item.py"], "--format and --full need --render DIR"),
+        (["trace", "--full", "cli_item.py"], "--full needs --render DIR or --html DIR"),
         (["trace", "--render", "out", "--format", "gif", "cli_item.py"], "unknown image format 'gif'"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],

@@ -248,9 +248,14 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
         f"  {prefix}{paint(display_place(first.file, first.line), 'bold')}: "
         f"{paint(first.severity, first.severity)}: {first.kind}"
     )
-    count = max(finding.count for finding in group)
-    if count > 1:
-        head += f" (×{count})"
+    counts = {finding.count for finding in group}
+    if len(counts) > 1:  # a different number of times per tensor: each its own (as JSON has it), or the range
+        if len(group) <= _TENSORS_PER_ENTRY:
+            head += " (" + ", ".join(f"×{finding.count} {finding.tensor}" for finding in group) + ")"
+        else:
+            head += f" (×{min(counts)} to ×{max(counts)})"
+    elif max(counts) > 1:
+        head += f" (×{max(counts)})"
     ranks = sorted({rank for finding in group for rank in finding.ranks})
     if ranks:
         head += f" [{_plural(len(ranks), 'rank')} {', '.join(map(str, ranks))}]"

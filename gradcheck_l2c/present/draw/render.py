@@ -42,8 +42,9 @@ def render(loss: Any, *, params: Any = None, watch: Any = None, findings: Sequen
     ``loss`` is a tensor, an autograd node, or a ``CapturedGraph`` (whose tensors and cuts are the
     defaults for ``watch`` and ``findings``). ``params`` (a dict name -> tensor, a module, or a list
     of these) names the leaves; ``watch`` (the same forms, or a list of tensors) picks the tensors to
-    mark; ``findings`` are ``Finding`` or ``Cut`` objects, each drawn as a box on a red dashed edge from
-    the last node its tensor's values had to where they came back in.
+    mark; ``findings`` are ``Finding`` or ``Cut`` objects, drawn as one box per site (kind, file, line) on
+    red dashed edges from the last node the tensors' values had to where they came back in; notes
+    (``info`` findings, such as harmless in-place writes) are not cuts and are not drawn.
 
     By default only the paths between the watched tensors and the loss are drawn, chains of
     single-input/single-output ops become one "N ops" box, nodes are grouped by module when the
@@ -69,7 +70,7 @@ def render(loss: Any, *, params: Any = None, watch: Any = None, findings: Sequen
         names[id(tensor)] = name
     if findings is None:
         findings = captured.cuts if captured is not None else ()
-    cuts = _cuts(findings)
+    cuts = [cut for cut in _cuts(findings) if cut.finding.severity != "info"]  # notes cut nothing
     missing_names = set(captured.missing) if captured is not None else set()
 
     with torch.enable_grad():

@@ -1,5 +1,5 @@
 """The HTML report's pages, read as files: what a user clicks through in a browser (tests/present/html/
-test_browser.py clicks through it for real)."""
+test_html_browser.py clicks through it for real)."""
 import re
 from pathlib import Path
 

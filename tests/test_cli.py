@@ -204,6 +204,7 @@ def test_demo_traces_the_seed_then_shows_alpha_learning(tmp_path, monkeypatch, c
     assert any(entry["kind"] == "item" and entry["tensor"] == "CNNCifar.alpha" and entry["line"] == item_line
                for entry in document["findings"])
     assert (tmp_path / "out" / "index.html").is_file()
+    assert f'#L{item_line}">reference/seed_l2c.py:{item_line}</a>' in (tmp_path / "out" / "html" / "index.html").read_text()
     text = capsys.readouterr().out
     assert f"seed_l2c.py:{item_line}: error: item" in text
     rows = [line.split() for line in text.splitlines()

@@ -107,7 +107,8 @@ def test_html_shows_the_report_inline_with_the_cut_line_marked(ip, monkeypatch):
     run(ip, "--watch alpha --html", BROKEN)
     (block,) = [item.data for item in shown]
     assert '<tr class="line error" id="' in block and "torch.softmax(alpha, 0)[0].item()" in block
-    assert "GC001 item" in block and ('src="data:image/svg+xml;base64,' in block or "graph 1:" in block)
+    assert "<code>cell [" in block and "GC001 item" in block
+    assert 'src="data:image/svg+xml;base64,' in block or "graph 1:" in block
 
 
 def test_without_output_flag_returns_nothing(ip):

@@ -30,7 +30,7 @@ def write_drawn(tracer: Any, *, render: str | None = None, html: str | None = No
                                                             full=full)))
             if render:
                 lines.append(render_summary(write_render_dir(tracer.graphs, tracer.findings, render, fmt=fmt,
-                                                             full=full), fmt, hint=False))
+                                                             full=full)))
             wants_images = bool(html and tracer.graphs) or bool(render and fmt != "dot" and tracer.graphs)
             return Drawn(lines, missing_dot_hint() if wants_images else None)
         finally:

@@ -164,6 +164,12 @@ def display_place(path: str, line: int) -> str:
     return f"cell [{cell}], line {line}" if cell is not None else f"{display_path(path)}:{line}"
 
 
+def display_file(path: str) -> str:
+    """``path`` as :func:`display_path` writes it, or ``cell [1]`` for a notebook cell."""
+    cell = _cell_number(path)
+    return f"cell [{cell}]" if cell is not None else display_path(path)
+
+
 def _cell_number(path: str) -> str | None:
     """The execution count of the IPython cell compiled under the file name ``path``, or ``None``."""
     match = _IPYTHON_INPUT.fullmatch(path)

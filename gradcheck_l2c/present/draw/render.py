@@ -21,7 +21,7 @@ from gradcheck_l2c.errors import GradcheckError, UsageError
 from gradcheck_l2c.present.draw import page
 from gradcheck_l2c.present.draw.dot import Scene, Watched, draw, module_of
 from gradcheck_l2c.present.draw.plan import GraphIndex, Plan, plan, select
-from gradcheck_l2c.record.graph import call_with_large_stack, grad_roots
+from gradcheck_l2c.record.graph import grad_roots
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding
 from gradcheck_l2c.rules import CAUSES
 
@@ -289,22 +289,7 @@ def draw_graphs(graphs: Sequence[CapturedGraph], findings: Sequence[Finding], ou
     return sections
 
 
-def render_graphs(tracer: Any, folder: str, *, fmt: str = "svg", full: bool = False) -> list[Any]:
-    """Draw a finished trace's graphs into ``folder``, then free them (in a thread with a large stack:
-    freeing deep graphs is safe there)."""
-    def draw() -> list[Any]:
-        try:
-            return write_render_dir(tracer.graphs, tracer.findings, folder, fmt=fmt, full=full)
-        finally:
-            tracer.release_graphs()  # freed in the large-stack thread: deep graphs are safe there
-
-    return call_with_large_stack(draw)
-
-
-def render_summary(written: Sequence[Any], fmt: str = "svg", *, hint: bool = True) -> str:
-    """One line on what ``write_render_dir`` wrote (images, then the index page), and with ``hint`` the
-    Graphviz install hint when it could only write ``.dot`` sources."""
+def render_summary(written: Sequence[Any]) -> str:
+    """One line on what ``write_render_dir`` wrote (images, then the index page)."""
     images = len(written) - 1
-    text = f"drew {images} {'graph' if images == 1 else 'graphs'}; open {written[-1]}"
-    install = missing_dot_hint() if hint else None
-    return f"{text}\n{install}" if install and fmt != "dot" else text
+    return f"drew {images} {'graph' if images == 1 else 'graphs'}; open {written[-1]}"

@@ -39,8 +39,8 @@ tr.gap td { color: #999; }
 .note { background: #fff3cd; padding: 0.3em 0.6em; border-left: 4px solid #e0a800; }
 """
 
-#: ``__PREFIX__`` is replaced by the ids' prefix (a JSON string). Sorts the findings table by a clicked header (numbers as numbers) and filters its rows by the text box
-#: and the kind and severity menus; nothing else runs.
+#: Sorts the findings table by a clicked header (numbers as numbers) and filters its rows by the text box and
+#: the kind and severity menus; nothing else runs. ``__PREFIX__`` becomes the ids' prefix (a JSON string).
 SCRIPT = """
 (function () {
   var p = __PREFIX__;

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from gradcheck_l2c.present.draw.page import Section
 from gradcheck_l2c.present.html.links import Links
 from gradcheck_l2c.present.html.marks import Entry, Marked
-from gradcheck_l2c.present.textreport import display_path, display_place
+from gradcheck_l2c.present.textreport import display_file, display_place
 
 _e = html.escape
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -29,7 +29,9 @@ def index_body(marked: Marked, summary: str, links: Links, sections: Sequence[Se
         parts.append("<h2>Graphs</h2>")
         for section in sections:
             names = ", ".join(f"<code>{_e(name)}</code>" for name in section.missing)
-            parts.append(f"<h3>Graph {section.number}</h3>" + (f"<p>Not reached by this loss: {names}</p>" if names else ""))
+            parts.append(f"<h3>Graph {section.number}</h3>")
+            if names:
+                parts.append(f"<p>Not reached by this loss: {names}</p>")
             parts.append(links.graph(section))
     return "\n".join(parts)
 
@@ -61,7 +63,7 @@ def _row(entry: Entry, links: Links) -> str:
     if f.file and f.line > 0:
         where = f'<a href="{_e(links.line(f.file, f.line))}">{_e(display_place(f.file, f.line))}</a>'
     else:
-        where = _e(display_path(f.file)) if f.file else ""
+        where = _e(display_file(f.file)) if f.file else ""
     fix = f'<div class="fix"><b>fix:</b> {_e(f.fix)}</div>' if f.fix else ""
     return (f'<tr id="{_e(links.row_id(entry))}" data-kind="{_e(f.kind)}" data-severity="{_e(f.severity)}">'
             f'<td class="sev {_e(f.severity)}" data-value="{_SEVERITY_RANK.get(f.severity, 3)}">{_e(f.severity)}</td>'
@@ -75,6 +77,6 @@ def _files(marked: Marked, links: Links) -> str:
     for source in marked.files.values():
         cuts = [entry.finding.severity for marks in source.lines.values() for entry in marks.cuts]
         counts = "".join(f"<td>{cuts.count(severity)}</td>" for severity in ("error", "warning", "info"))
-        rows.append(f'<tr><td><a href="{_e(links.page(source))}">{_e(display_path(source.path))}</a></td>{counts}</tr>')
-    return ('<h2>Source files</h2><table class="findings files"><thead><tr><th>file</th><th>errors</th><th>warnings</th>'
-            f"<th>notes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        rows.append(f'<tr><td><a href="{_e(links.page(source))}">{_e(display_file(source.path))}</a></td>{counts}</tr>')
+    return ('<h2>Source files</h2><table class="findings files"><thead><tr><th>file</th><th>errors</th>'
+            f"<th>warnings</th><th>notes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")

@@ -19,7 +19,7 @@ from gradcheck_l2c.present.html.index import index_body
 from gradcheck_l2c.present.html.links import Links
 from gradcheck_l2c.present.html.marks import mark
 from gradcheck_l2c.present.html.source import source_listing
-from gradcheck_l2c.present.textreport import display_path, summary_line
+from gradcheck_l2c.present.textreport import display_file, summary_line
 from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
 
 TITLE = "gradcheck-l2c: missing gradients"
@@ -45,7 +45,7 @@ def write_html_report(out_dir: str | Path, findings: Sequence[Finding], watched:
     index_path.write_text(_document(TITLE, f"<h1>{html.escape(TITLE)}</h1>\n{body}", links), encoding="utf-8")
     written = [index_path]
     for source in marked.files.values():
-        name = display_path(source.path)
+        name = display_file(source.path)
         heading = (f'<p><a href="{links.index_page}">&larr; all findings</a></p>'
                    f"<h1><code>{html.escape(name)}</code></h1>")
         page = out / source.page
@@ -68,7 +68,7 @@ def inline_html(findings: Sequence[Finding], watched: Sequence[WatchedTensor],
         parts = [index_body(marked, summary_line(findings, watched), links, sections)]
         for source in marked.files.values():
             parts.append(f'<h3 id="{links.prefix}s{source.number}"><code>'
-                         f"{html.escape(display_path(source.path))}</code></h3>")
+                         f"{html.escape(display_file(source.path))}</code></h3>")
             parts.append(source_listing(source, links, context=INLINE_CONTEXT))
     return (f'<div class="gradcheck-report"><style>{_scoped_style()}</style>' + "\n".join(parts)
             + _script(links) + "</div>")

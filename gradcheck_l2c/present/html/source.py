@@ -7,7 +7,7 @@ import linecache
 
 from gradcheck_l2c.present.html.links import Links
 from gradcheck_l2c.present.html.marks import Entry, LineMarks, SourceFile
-from gradcheck_l2c.present.textreport import display_path, display_place
+from gradcheck_l2c.present.textreport import display_file, display_place
 
 _e = html.escape
 
@@ -17,7 +17,7 @@ def source_listing(source: SourceFile, links: Links, *, context: int | None = No
     report). A file that cannot be read shows its marked lines' notes alone."""
     text = linecache.getlines(source.path)
     if not text:
-        parts = [f"<p>The source of {_e(display_path(source.path))} could not be read.</p>",
+        parts = [f"<p>The source of {_e(display_file(source.path))} could not be read.</p>",
                  '<table class="source">']
         for number in sorted(source.lines):
             parts += [_line_row(source, number, "", links), _notes_row(source, number, links)]

@@ -1,7 +1,6 @@
 """The HTML report's pages, read as files: what a user clicks through in a browser (tests/present/html/
 test_html_browser.py clicks through it for real)."""
 import re
-from pathlib import Path
 
 from gradcheck_l2c.cli import main
 from gradcheck_l2c.present.draw import render
@@ -12,9 +11,6 @@ from gradcheck_l2c.records import Finding, Related, WatchedTensor
 def _source_page(folder):
     (page,) = folder.glob("source-*.html")
     return page
-
-
-SEED = Path(__file__).resolve().parents[3] / "reference" / "seed_l2c.py"
 
 
 def test_index_links_every_finding_to_its_source_line(seed_report, seed_lines):
@@ -53,8 +49,11 @@ def test_names_and_source_from_the_run_are_escaped(hostile_report):
 
 def test_without_graphviz_the_report_links_the_dot_source_and_quiet_still_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(render.shutil, "which", lambda name: None)
+    script = tmp_path / "step.py"
+    script.write_text("import torch\n\nw = torch.ones(2, requires_grad=True)\n"
+                      "(torch.ones(2, requires_grad=True) * w.sum().item()).sum().backward()\n")
     out = tmp_path / "report"
-    assert main(["trace", "-q", "--html", str(out), "--render", str(tmp_path / "graphs"), str(SEED)]) == 1
+    assert main(["trace", "-q", "--html", str(out), "--render", str(tmp_path / "graphs"), str(script)]) == 1
     index = (out / "index.html").read_text()
     assert '<a href="graph-1.dot">graph-1.dot</a>' in index and "Graphviz" in index
     assert (tmp_path / "graphs" / "graph-1.dot").is_file()

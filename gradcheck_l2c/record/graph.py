@@ -45,7 +45,7 @@ def call_with_large_stack(function: Callable[[], T]) -> T:
 
 def iter_nodes(roots: Iterable[Any], limit: int | None = None) -> Iterator[Any]:
     """Yield every autograd node reachable from ``roots`` once (at most ``limit`` of them)."""
-    stack = list({id(node): node for node in roots if node is not None}.values())  # each root once too
+    stack = [node for node in roots if node is not None]
     seen: set[int] = {id(node) for node in stack}
     keep_alive = list(stack)  # ids stay unique only while the nodes live
     count = 0

@@ -234,6 +234,8 @@ def _trace_command(options: argparse.Namespace) -> int:
         options.render = output_folder(options.render, "--render")
     if options.html:
         options.html = output_folder(options.html, "--html")
+        if options.render and os.path.realpath(options.html) == os.path.realpath(options.render):
+            raise UsageError("--html and --render each write an index.html: give them different folders")
     if options.nproc_per_node:
         target = options.module or os.path.abspath(options.script)
         return launch(options.nproc_per_node, _rank_command(options),

@@ -6,6 +6,7 @@ from gradcheck_l2c.cli import main
 from gradcheck_l2c.present.draw import render
 from gradcheck_l2c.present.html.report import inline_html
 from gradcheck_l2c.records import Finding, Related, WatchedTensor
+from gradcheck_l2c.runner import EXIT_USAGE
 
 
 def _source_page(folder):
@@ -60,6 +61,11 @@ def test_without_graphviz_the_report_links_the_dot_source_and_quiet_still_says_s
     stderr = capsys.readouterr().err
     assert stderr.count("Graphviz's `dot` program was not found") == 1
     assert "wrote the HTML report" not in stderr  # -q: the summary line and the missing-tool notice only
+
+
+def test_html_and_render_into_one_folder_is_a_usage_error(tmp_path, capsys):
+    assert main(["trace", "--html", str(tmp_path), "--render", str(tmp_path), "never_run.py"]) == EXIT_USAGE
+    assert "give them different folders" in capsys.readouterr().err
 
 
 def test_inline_report_is_one_block_with_ids_of_its_own(tmp_path):

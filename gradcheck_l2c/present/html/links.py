@@ -46,9 +46,13 @@ class Links:
     def note(self, entry: Entry) -> str:
         return f"{self._page(entry.finding.file)}#{self.note_id(entry)}"
 
+    def file_id(self, source: SourceFile) -> str:
+        """The id of a source file's heading in the one document."""
+        return f"{self.prefix}s{source.number}"
+
     def page(self, source: SourceFile) -> str:
         """Where a source file's listing starts."""
-        return f"#{self.prefix}s{source.number}" if self.one_document else source.page
+        return f"#{self.file_id(source)}" if self.one_document else source.page
 
     def graph(self, section: Section) -> str:
         """A graph's image as a link around a picture (an ``<img>``: an SVG shown so runs no script), or,

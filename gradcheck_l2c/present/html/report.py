@@ -67,8 +67,7 @@ def inline_html(findings: Sequence[Finding], watched: Sequence[WatchedTensor],
         links = Links(marked.files, one_document=True, prefix=f"gc{uuid.uuid4().hex[:8]}-")
         parts = [index_body(marked, summary_line(findings, watched), links, sections)]
         for source in marked.files.values():
-            parts.append(f'<h3 id="{links.prefix}s{source.number}"><code>'
-                         f"{html.escape(display_file(source.path))}</code></h3>")
+            parts.append(f'<h3 id="{links.file_id(source)}"><code>{html.escape(display_file(source.path))}</code></h3>')
             parts.append(source_listing(source, links, context=INLINE_CONTEXT))
     return (f'<div class="gradcheck-report"><style>{_scoped_style()}</style>' + "\n".join(parts)
             + _script(links) + "</div>")

@@ -19,9 +19,9 @@ COMPAT_DEPS := '.[notebook]' numpy tqdm scikit-learn pytest nbclient nbformat js
 COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py \
 	--ignore=tests/reference/test_l2c_distributed.py --ignore=tests/ecosystem
 
-.PHONY: setup test test-compat test-ecosystem demo bench clean graphviz
+.PHONY: setup test test-compat test-ecosystem demo bench clean graphviz chromium
 
-setup: $(INSTALLED) graphviz
+setup: $(INSTALLED) graphviz chromium
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,13 @@ graphviz:
 	@command -v dot >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
 	  else echo "Graphviz 'dot' is missing; install it with:  sudo apt-get install -y graphviz"; fi; }
+
+# The HTML report's browser test (tests/present/html/test_html_browser.py) drives Debian's Chromium through
+# chromedriver; it skips, saying why, where they are missing.
+chromium:
+	@command -v chromedriver >/dev/null 2>&1 && { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "Chromium is missing (the HTML report's browser test skips); install it with:  sudo apt-get install -y chromium chromium-driver"; fi; }
 
 # tests/ecosystem needs the [ecosystem] extra and runs in `make test-ecosystem` only.
 test: setup

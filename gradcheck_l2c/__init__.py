@@ -22,6 +22,7 @@ _EXPORTS = {
     "render": "gradcheck_l2c.present.draw.render",
     "write_render_dir": "gradcheck_l2c.present.draw.render",
     "save_graph": "gradcheck_l2c.present.draw.render",
+    "write_html_report": "gradcheck_l2c.present.html.report",
     "assert_grad_reaches": "gradcheck_l2c.assertions",
     "assert_grad_flows": "gradcheck_l2c.assertions",
     "assert_trace_clean": "gradcheck_l2c.assertions",

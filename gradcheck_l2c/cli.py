@@ -25,7 +25,7 @@ from gradcheck_l2c.present.jsonreport import json_document, write_json
 from gradcheck_l2c.present.merge import RankResult
 from gradcheck_l2c.present.repository import repository_root
 from gradcheck_l2c.present.sarifreport import sarif_document, write_sarif
-from gradcheck_l2c.present.textreport import format_report, summary_line
+from gradcheck_l2c.present.textreport import format_report, summary_line, unmatched_message
 from gradcheck_l2c.records import Finding, WatchedTensor, fails
 from gradcheck_l2c.rules import RULES
 from gradcheck_l2c.runner import (
@@ -44,11 +44,10 @@ PROG = "gradcheck-l2c"
 
 # Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
 _VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--gitlab-codequality", "--output-format", "--fail-on",
-                            "--max-findings", "--render", "--format", "--nproc-per-node"})
+                            "--max-findings", "--render", "--html", "--format", "--nproc-per-node"})
 OUTPUT_FORMATS = ("full", "concise", "github")
 #: Options a distributed run's merging process handles; its ranks run without them.
 _MERGED_OUTPUTS = ("--nproc-per-node", "--json", "--sarif", "--gitlab-codequality")
-_NAMES_IN_WARNING = 12
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,9 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--max-findings", type=_count, metavar="N", help="list at most N entries")
     trace.add_argument("--render", metavar="DIR",
                        help="draw the graphs where gradients went missing into DIR")
+    trace.add_argument("--html", metavar="DIR",
+                       help="write an HTML report into DIR: the findings in a table, the source with the cut lines "
+                       "marked, and the graphs (open DIR/index.html)")
     trace.add_argument("--format", metavar="FORMAT",
                        help="image format for --render: svg (default), png, pdf or dot")
-    trace.add_argument("--full", action="store_true", help="with --render, draw whole graphs, not only the cut")
+    trace.add_argument("--full", action="store_true", help="with --render or --html, draw whole graphs, not only the cut")
     trace.add_argument("--nproc-per-node", type=_count, metavar="N",
                        help="run N ranks through torchrun's launcher (standalone, this machine), trace each, "
                        "and print one report merged from all ranks")
@@ -205,26 +207,15 @@ def _count(text: str) -> int:
     return value
 
 
-def unmatched_message(patterns: Sequence[str], names: Sequence[str], level: str = "error") -> str:
-    """The line for ``--watch`` patterns that matched nothing, listing the names that exist."""
-    quoted = ", ".join(repr(pattern) for pattern in patterns)
-    which = "pattern" if len(patterns) == 1 else "patterns"
-    text = f"{PROG}: {level}: --watch {which} {quoted} matched no tensor"
-    if not names:
-        return text + "; no tensor that requires grad was seen at all."
-    shown = ", ".join(names[:_NAMES_IN_WARNING])
-    if len(names) > _NAMES_IN_WARNING:
-        shown += f" and {len(names) - _NAMES_IN_WARNING} more"
-    return f"{text}; the tensors seen were: {shown}"
-
-
 def _trace_command(options: argparse.Namespace) -> int:
     """``gradcheck-l2c trace``: run the script, report, write JSON and graphs, choose the exit status."""
     stderr = sys.stderr
     if options.script is None and options.module is None:
         raise UsageError("trace needs a script: gradcheck-l2c trace [options] script.py [args...]")
-    if (options.format or options.full) and not options.render:
-        raise UsageError("--format and --full need --render DIR")
+    if options.format and not options.render:
+        raise UsageError("--format needs --render DIR")
+    if options.full and not (options.render or options.html):
+        raise UsageError("--full needs --render DIR or --html DIR")
     if options.json:
         options.json = output_file(options.json, "--json")
     if options.sarif:
@@ -241,13 +232,18 @@ def _trace_command(options: argparse.Namespace) -> int:
 
         options.format = check_format(options.format or "svg")
         options.render = output_folder(options.render, "--render")
+    if options.html:
+        options.html = output_folder(options.html, "--html")
+        if options.render and os.path.realpath(options.html) == os.path.realpath(options.render):
+            raise UsageError("--html and --render each write an index.html: give them different folders")
     if options.nproc_per_node:
         target = options.module or os.path.abspath(options.script)
         return launch(options.nproc_per_node, _rank_command(options),
                       _reporter(options, target, [], output_format, root))
     env = rank_env()
-    if env is not None and options.render:
-        options.render = os.path.join(options.render, f"rank-{env.rank}")
+    if env is not None:
+        options.render = options.render and os.path.join(options.render, f"rank-{env.rank}")
+        options.html = options.html and os.path.join(options.html, f"rank-{env.rank}")
     runner = ScriptRunner(options.module or options.script, options.args, as_module=bool(options.module))
     try:
         runner.prepare()
@@ -260,7 +256,7 @@ def _trace_command(options: argparse.Namespace) -> int:
     tracer, outcome = traced_run(
         runner,
         watch=options.watch,
-        record_sites=bool(options.render),
+        record_sites=bool(options.render or options.html),
         stream=stderr,
         show_status=not options.quiet and is_terminal(stderr) and env is None,
         keep_tool_frames=options.verbose,
@@ -277,9 +273,10 @@ def _trace_command(options: argparse.Namespace) -> int:
 
     if tracer.unmatched_patterns:
         ended = outcome.exception is None and not outcome.exit_status  # else it may not have got that far
+        vacuous = ended and not tracer.watched  # no pattern matched at all
         print(unmatched_message(tracer.unmatched_patterns, tracer.watched_names,
-                                "error" if ended else "warning"), file=stderr)
-        if ended:  # the check was vacuous, as the API's UsageError says
+                                "error" if vacuous else "warning"), file=stderr)
+        if vacuous:  # the check watched nothing, as the API's UsageError says; a typo beside others warns
             return EXIT_USAGE
     if outcome.exception is not None:
         print(f"{PROG}: the script stopped with {type(outcome.exception).__name__}; "
@@ -289,15 +286,19 @@ def _trace_command(options: argparse.Namespace) -> int:
     code = status
     if env is None:
         code = report(findings, watched, status, "", True)
-    if options.render:
-        from gradcheck_l2c.present.draw.render import render_graphs, render_summary
+    if options.render or options.html:
+        from gradcheck_l2c.present.drawn import write_drawn
 
         try:
-            written = render_graphs(tracer, options.render, fmt=options.format, full=options.full)
-            if not options.quiet:
-                print(f"{PROG}: {render_summary(written, options.format)}", file=stderr)
+            drawn = write_drawn(tracer, render=options.render, html=options.html, fmt=options.format or "svg",
+                                full=options.full)
+            for line in [] if options.quiet else drawn.lines:
+                print(f"{PROG}: {line}", file=stderr)
+            if drawn.hint:  # even with -q: images were asked for and none were drawn
+                print(f"{PROG}: {drawn.hint}", file=stderr)
         except OSError as error:  # the script removed the folder, or turned it into a file
-            print(f"{PROG}: error: --render: cannot write graphs in {options.render!r}: "
+            print(f"{PROG}: error: {'--render' if options.render else '--html'}: cannot write graphs in "
+                  f"{options.render or options.html!r}: "
                   f"{error.strerror or error}", file=stderr)
             code = max(code, EXIT_FINDINGS)
     if env is not None:

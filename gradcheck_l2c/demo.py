@@ -69,10 +69,10 @@ def run_demo(out_dir: str = "gradcheck-out", *, stream: TextIO | None = None) ->
     json_path = os.path.join(out_dir, "report.json")
     write_json(json_path, json_document(script=seed, argv=[seed], exit_code=status,
                                         watched=tracer.watched, findings=tracer.findings))
-    from gradcheck_l2c.present.draw.render import render_graphs, render_summary
+    from gradcheck_l2c.present.drawn import write_drawn
 
-    written = render_graphs(tracer, out_dir)
-    _say(stream, f"\nWrote {json_path}; {render_summary(written)}")
+    drawn = write_drawn(tracer, render=out_dir, html=os.path.join(out_dir, "html"))
+    _say(stream, f"\nWrote {json_path}; " + "; ".join(drawn.lines) + (f"\n{drawn.hint}" if drawn.hint else ""))
     if status != EXIT_OK:
         _say(stream, f"The question's script itself failed (exit status {status}); stopping here.")
         return EXIT_FINDINGS

@@ -7,7 +7,8 @@
     loss.backward()
 
 runs the cell under :func:`gradcheck_l2c.trace`, then prints the report and, with ``--render``,
-shows the autograd graph of each backward that missed a watched tensor. When the cell raises, the
+shows the autograd graph of each backward that missed a watched tensor; ``--html`` shows the report as HTML
+in the notebook: the findings, the cell's lines with the cut marked, and the graphs. When the cell raises, the
 report covers what ran and the cell's exception is raised again after it, so "Run All" stops there. ``--watch`` takes a
 name or glob the tracer knows (``"*.alpha"``) or a variable of the notebook (``model.alpha``,
 ``model``); repeat it to watch several. ``-o`` returns the :class:`~gradcheck_l2c.tracer.Trace`.
@@ -39,21 +40,26 @@ class GradcheckMagics(Magics):
         help="tensor to judge: a variable (model.alpha, model) or a name/glob (*.alpha); repeatable",
     )
     @argument("-r", "--render", action="store_true", help="show the graph of each backward that missed one")
+    @argument("--html", action="store_true",
+              help="show the report as HTML: findings, the marked lines with their fixes, and the graphs")
     @argument("-o", "--output", action="store_true", help="return the Trace (it becomes the cell's Out)")
     @cell_magic
     def gradcheck(self, line: str, cell: str) -> Any:
         """Run the cell under the gradient tracer, then print its report (and graphs with --render)."""
         from gradcheck_l2c.assertions import assert_trace_clean
+        from gradcheck_l2c.present.textreport import unmatched_message
         from gradcheck_l2c.tracer import trace
 
         __tracebackhide__ = True  # a cell's error is raised again from here: show the cell's frames only
         args = parse_argstring(self.gradcheck, line)
         watch = _watch(args.watch or [], self.shell.user_ns)
         try:
-            t = trace(watch=watch, record_sites=args.render)
+            t = trace(watch=watch, record_sites=args.render or args.html)
             with t, _errors_not_shown(self.shell):  # shown once, after the report, when raised again
                 result = self.shell.run_cell(cell)
-            if result.success:
+            if t.unmatched_patterns and t.watched:  # a typo beside names that matched: say so, keep the report
+                print(unmatched_message(t.unmatched_patterns, t.watched_names, "warning"))
+            elif result.success:
                 assert_trace_clean(t, fail_on="never")  # only a watch name that matched nothing raises
         except UsageError as err:
             raise IPythonUsageError(str(err)) from None
@@ -61,6 +67,8 @@ class GradcheckMagics(Magics):
             print(t.report())
         if args.render:
             _show_graphs(t)
+        if args.html and not t.disabled:
+            _show_html(t)
         if not result.success:  # after the report, so that "Run All" and nbclient stop at this cell
             raise result.error_before_exec or result.error_in_exec
         return t if args.output else None
@@ -86,10 +94,17 @@ def _watch(names: list[str], namespace: dict[str, Any]) -> Any:
     import torch
 
     resolved: list[Any] = []
-    for name in names:
+    for name in map(_unquoted, names):
         value = _lookup(name, namespace)
         resolved.append({name: value} if isinstance(value, (torch.Tensor, torch.nn.Module)) else name)
     return resolved or None
+
+
+def _unquoted(word: str) -> str:
+    """``'*.alpha'`` as a shell would pass it: the magic's parser keeps the quotes a user types."""
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        return word[1:-1]
+    return word
 
 
 def _lookup(dotted: str, namespace: dict[str, Any]) -> Any:
@@ -101,6 +116,14 @@ def _lookup(dotted: str, namespace: dict[str, Any]) -> Any:
     for part in rest:
         value = getattr(value, part, None)
     return value
+
+
+def _show_html(t: Any) -> None:
+    from IPython.display import HTML
+
+    from gradcheck_l2c.present.html.report import inline_html
+
+    display(HTML(inline_html(t.findings, t.watched, t.graphs)))
 
 
 def _show_graphs(t: Any) -> None:

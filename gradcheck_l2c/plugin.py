@@ -22,7 +22,8 @@ The marker traces the whole test body::
 Options: ``--gradcheck`` traces every test as if it had the marker (tests that use the fixture
 trace themselves; traces do not nest, so a test that starts its own ``trace()`` or calls
 ``assert_grad_flows`` should not run under it); ``--gradcheck-render DIR`` writes the graphs of
-failing traced tests to ``DIR/<test id>/``. When a traced test fails for another reason, its
+failing traced tests to ``DIR/<test id>/``, and ``--gradcheck-html DIR`` their HTML report (findings, the
+source with the cut lines marked, the graphs) to ``DIR/<test id>/index.html``. When a traced test fails for another reason, its
 report is attached to the failure as a "gradcheck" section.
 """
 from __future__ import annotations
@@ -131,18 +132,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write the autograd graphs of failing traced tests to DIR/<test id>/",
     )
+    group.addoption(
+        "--gradcheck-html",
+        metavar="DIR",
+        default=None,
+        help="write the HTML report of failing traced tests to DIR/<test id>/index.html",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    folder = config.getoption("gradcheck_render")
-    if folder:  # checked before any test runs: a bad folder is one line, not an INTERNALERROR later
-        from gradcheck_l2c.errors import UsageError
-        from gradcheck_l2c.paths import output_folder
+    for option in ("--gradcheck-render", "--gradcheck-html"):
+        folder = config.getoption(option)
+        if folder:  # checked before any test runs: a bad folder is one line, not an INTERNALERROR later
+            from gradcheck_l2c.errors import UsageError
+            from gradcheck_l2c.paths import output_folder
 
-        try:
-            output_folder(folder, "--gradcheck-render")
-        except UsageError as err:
-            raise pytest.UsageError(str(err)) from None
+            try:
+                output_folder(folder, option)
+            except UsageError as err:
+                raise pytest.UsageError(str(err)) from None
     config.addinivalue_line(
         "markers",
         f"{MARKER}(watch=None, fail_on='error'): trace the test and fail it with the report "
@@ -156,6 +164,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append("gradcheck: tracing every test")
     if config.getoption("gradcheck_render"):
         lines.append(f"gradcheck: graphs of failing tests go to {config.getoption('gradcheck_render')}")
+    if config.getoption("gradcheck_html"):
+        lines.append(f"gradcheck: HTML reports of failing tests go to {config.getoption('gradcheck_html')}")
     return lines
 
 
@@ -198,6 +208,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if out_dir:
             paths = _render(traces.traces, Path(out_dir) / _safe_name(item.nodeid))
             report.sections.append(("gradcheck render", "\n".join(str(p) for p in paths)))
+        html_dir = item.config.getoption("gradcheck_html")
+        if html_dir:
+            paths = _write_html(traces.traces, Path(html_dir) / _safe_name(item.nodeid))
+            report.sections.append(("gradcheck html", str(paths[0])))
     return report
 
 
@@ -210,7 +224,8 @@ def _plan(item: pytest.Item) -> _Plan | None:
     from gradcheck_l2c.errors import UsageError
     from gradcheck_l2c.tracer import trace
 
-    sites = bool(item.config.getoption("gradcheck_render"))  # forward lines on the drawn nodes
+    # forward lines on the drawn nodes
+    sites = bool(item.config.getoption("gradcheck_render") or item.config.getoption("gradcheck_html"))
     if marker is None:
         return _Plan(trace(record_sites=sites), "error")
     problem = _marker_problem(marker, uses_fixture)
@@ -254,6 +269,14 @@ def _render(traces: list[Any], out_dir: Path) -> list[Path]:
     graphs = [g for t in traces for g in t.graphs]
     findings = [f for t in traces for f in t.findings]
     return write_render_dir(graphs, findings, out_dir)
+
+
+def _write_html(traces: list[Any], out_dir: Path) -> list[Path]:
+    from gradcheck_l2c.present.html.report import write_html_report
+
+    graphs = [g for t in traces for g in t.graphs]
+    findings = [f for t in traces for f in t.findings]
+    return write_html_report(out_dir, findings, [w for t in traces for w in t.watched], graphs)
 
 
 def _safe_name(nodeid: str) -> str:

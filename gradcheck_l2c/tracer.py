@@ -6,11 +6,13 @@ them all and judges what it saw.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any, Callable, TypeVar
 
 import torch
@@ -79,11 +81,12 @@ class Trace:
                     exc_info[1].add_note(text)
 
     def __call__(self, function: F) -> F:
+        """As a decorator: each call runs under this trace, then prints the report if it found something."""
         _refuse_pieces(function)
 
         @functools.wraps(function)
         def traced(*args: Any, **kwargs: Any) -> Any:
-            with self:
+            with _printing_found(self), self:
                 return function(*args, **kwargs)
 
         return traced  # type: ignore[return-value]
@@ -230,6 +233,17 @@ class Trace:
 
         return format_report(self.findings, self.watched, color=color, max_findings=max_findings,
                              verbose=verbose)
+
+
+@contextlib.contextmanager
+def _printing_found(tracer: Trace) -> Iterator[None]:
+    """After the block, the decorator's report on stderr when a finding listed by default (not a note, not
+    suppressed) exists: nobody may hold the ``Trace`` to read its findings; a call that raised reports too."""
+    try:
+        yield
+    finally:
+        if tracer._verdict is not None and any(f.severity != "info" and not f.suppressed for f in tracer.findings):
+            print(tracer.report(color=False), file=sys.stderr)
 
 
 def disabled_by_environment() -> bool:

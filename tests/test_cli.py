@@ -174,6 +174,14 @@ def test_watch_pattern_that_matches_nothing_lists_the_names_that_exist():
     assert "w" in line[len(error):].split(", ")
 
 
+def test_a_mistyped_watch_pattern_beside_one_that_matched_warns_and_keeps_the_report(monkeypatch, capsys):
+    monkeypatch.chdir(SCRIPTS)
+    assert main(["trace", "--watch", "w", "--watch", "ww", "cli_item.py"]) == 1
+    stderr = capsys.readouterr().err
+    assert "gradcheck-l2c: warning: --watch pattern 'ww' matched no tensor" in stderr
+    assert "cli_item.py:5: error: item" in stderr
+
+
 def test_watch_pattern_that_matches_nothing_in_a_script_that_crashed_is_a_warning():
     code, _, stderr = gradcheck("trace", "--watch", "alpa", "cli_raise.py")
     assert code == 1
@@ -196,6 +204,7 @@ def test_demo_traces_the_seed_then_shows_alpha_learning(tmp_path, monkeypatch, c
     assert any(entry["kind"] == "item" and entry["tensor"] == "CNNCifar.alpha" and entry["line"] == item_line
                for entry in document["findings"])
     assert (tmp_path / "out" / "index.html").is_file()
+    assert f'#L{item_line}">reference/seed_l2c.py:{item_line}</a>' in (tmp_path / "out" / "html" / "index.html").read_text()
     text = capsys.readouterr().out
     assert f"seed_l2c.py:{item_line}: error: item" in text
     rows = [line.split() for line in text.splitlines()
@@ -216,7 +225,7 @@ def test_demo_traces_the_seed_then_shows_alpha_learning(tmp_path, monkeypatch, c
         (["trace", "--bogus", "cli_item.py"], "unrecognized arguments: --bogus"),
         (["trace"], "trace needs a script"),
         (["trace", "--max-findings", "-1", "cli_item.py"], "expected a number >= 0"),
-        (["trace", "--full", "cli_item.py"], "--format and --full need --render DIR"),
+        (["trace", "--full", "cli_item.py"], "--full needs --render DIR or --html DIR"),
         (["trace", "--render", "out", "--format", "gif", "cli_item.py"], "unknown image format 'gif'"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],

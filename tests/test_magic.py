@@ -59,7 +59,7 @@ def test_prints_the_report_with_the_cut_in_the_cell(ip, capsys):
     assert [(w.shape, w.got_grad) for w in t.watched] == [((3,), False)]
     out = capsys.readouterr().out
     assert "1 of 1 watched tensor got no gradient" in out
-    assert ":1: error: item" in out
+    assert "1. cell [" in out and "], line 1: error: item" in out  # where the cell's execution count is
     assert active_trace() is None
 
 
@@ -79,6 +79,19 @@ def test_watch_takes_globs_and_several_names(ip):
     assert {w.shape: w.got_grad for w in t.watched} == {(1, 3): True, (3,): False}
 
 
+def test_watch_takes_quoted_names_as_the_docstring_shows(ip):
+    run(ip, """--watch '*.weight' --watch "alpha" -o""", BROKEN)
+    assert sorted(w.shape for w in ip.user_ns["_"].watched) == [(1, 3), (3,)]
+
+
+def test_a_mistyped_watch_name_beside_good_ones_warns_and_keeps_the_report(ip, capsys):
+    result = run(ip, "--watch alpha --watch alpah -o", BROKEN)
+    assert result.success and [f.kind for f in ip.user_ns["_"].findings] == ["item"]
+    out = capsys.readouterr().out
+    assert "gradcheck-l2c: warning: --watch pattern 'alpah' matched no tensor" in out
+    assert "error: item" in out
+
+
 def test_render_shows_the_graph_of_the_backward_that_missed(ip, monkeypatch):
     shown = []
     monkeypatch.setattr(magic, "display", shown.append)
@@ -86,6 +99,16 @@ def test_render_shows_the_graph_of_the_backward_that_missed(ip, monkeypatch):
     assert len(shown) == 1
     assert isinstance(shown[0], graphviz.Digraph)
     assert "tomato" in shown[0].source  # the watched tensor that got no gradient
+
+
+def test_html_shows_the_report_inline_with_the_cut_line_marked(ip, monkeypatch):
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+    run(ip, "--watch alpha --html", BROKEN)
+    (block,) = [item.data for item in shown]
+    assert '<tr class="line error" id="' in block and "torch.softmax(alpha, 0)[0].item()" in block
+    assert "<code>cell [" in block and "GC001 item" in block
+    assert 'src="data:image/svg+xml;base64,' in block or "graph 1:" in block
 
 
 def test_without_output_flag_returns_nothing(ip):

@@ -172,23 +172,30 @@ def test_option_traces_every_test_and_renders_the_failing_ones(project):
                 fixed_step(*make_inputs())
         """
     )
-    result = project.runpytest_subprocess("--gradcheck", "--gradcheck-render", "graphs", "-rN")
+    result = project.runpytest_subprocess("--gradcheck", "--gradcheck-render", "graphs", "--gradcheck-html", "html",
+                                          "-rN")
 
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
             "gradcheck: tracing every test",
             "gradcheck: graphs of failing tests go to graphs",
+            "gradcheck: HTML reports of failing tests go to html",
             "*_ test_broken _*",
             "gradcheck-l2c: * got no gradient*",
             f"  1. l2c_step.py:{line_of(project, 'item')}: error: item*",
             "*- gradcheck render -*",
             "graphs/test_all.py_test_broken/*",
+            "*- gradcheck html -*",
+            "html/test_all.py_test_broken/index.html",
         ]
     )
     rendered = project.path / "graphs"
     assert [p.name for p in rendered.iterdir()] == ["test_all.py_test_broken"]
     assert list((rendered / "test_all.py_test_broken").glob("graph-1.*"))
+    report = project.path / "html" / "test_all.py_test_broken"
+    assert f'href="source-1-l2c_step.py.html#L{line_of(project, "item")}"' in (report / "index.html").read_text()
+    assert [p.name for p in (project.path / "html").iterdir()] == ["test_all.py_test_broken"]
 
 
 def test_bad_marker_arguments_name_the_test(project):

@@ -99,6 +99,22 @@ def test_decorator_traces_each_call():
     assert step.__name__ == "step"
 
 
+def test_decorator_prints_the_report_when_it_found_something(capsys):
+    @trace()
+    def step(cut):
+        alpha = torch.zeros(2, requires_grad=True)
+        weight = torch.softmax(alpha, 0)[0]
+        weight = weight.item() if cut else weight
+        (torch.ones(2, requires_grad=True) * weight).sum().backward()
+
+    step(cut=False)
+    assert capsys.readouterr().err == ""
+    step(cut=True)
+    err = capsys.readouterr().err
+    assert err.startswith("gradcheck-l2c: 1 of 2 watched tensors got no gradient (alpha)")
+    assert f"test_tracer.py:{step.__wrapped__.__code__.co_firstlineno + 4}: error: item" in err
+
+
 def test_disabled_by_environment(monkeypatch):
     monkeypatch.setenv("GRADCHECK_L2C_DISABLED", "1")
     before = installed_state()
@@ -175,3 +191,26 @@ copy = torch.tensor(a * 2)  # <- warns
         warnings.showwarning = lambda message, category, filename, lineno, *rest: shown.append((filename, lineno))
         script.run()
     assert shown == [(str(script.path), script.line("warns"))]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ("weight", ["Net.fc1.weight", "Net.fc2.0.weight"]),
+    ("fc2", ["Net.fc2.0.bias", "Net.fc2.0.weight"]),
+    ("fc2.*", ["Net.fc2.0.bias", "Net.fc2.0.weight"]),
+    ("*.fc1.bias", ["Net.fc1.bias"]),
+])
+def test_a_bare_name_watches_every_tensor_so_named_and_a_module_name_its_subtree(pattern, expected):
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(2, 2)
+            self.fc2 = torch.nn.Sequential(torch.nn.Linear(2, 2))
+
+        def forward(self, x):
+            return self.fc2(self.fc1(x))
+
+    net = Net()
+    with trace(watch=pattern) as t:
+        net(torch.ones(1, 2)).sum().backward()
+    assert sorted(w.name for w in t.watched) == expected
+    assert t.unmatched_patterns == []

@@ -8,6 +8,8 @@ folded into one entry. Findings a ``# gradcheck: ignore`` comment suppressed are
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Iterable, Sequence
 
 from gradcheck_l2c.records import Finding, WatchedTensor
@@ -18,6 +20,8 @@ _SGR = {"error": "1;31", "warning": "1;33", "info": "36", "bold": "1", "fix": "3
 _NAMES_IN_SUMMARY = 3
 _TENSORS_PER_ENTRY = 4
 _TENSORS_UNEXPLAINED = 10
+_NAMES_IN_WATCH_WARNING = 12
+_IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
 
 
 def summary_line(
@@ -57,7 +61,8 @@ def format_report(
     lines += _missing_sections(missing, findings, paint, budget, verbose)
     lines += _other_findings(others, paint, budget, "Other findings:" if missing else "Findings:")
     if budget.left_out:
-        lines += ["", f"{budget.left_out} more {_plural(budget.left_out, 'finding')} not shown "
+        more = " more" if budget.shown else ""
+        lines += ["", f"{budget.left_out}{more} {_plural(budget.left_out, 'finding')} not shown "
                       f"(at most {max_findings} entries are listed)."]
     if notes and not verbose:
         lines += ["", f"{len(notes)} {_plural(len(notes), 'note')} not shown (verbose shows them)."]
@@ -112,10 +117,12 @@ def _missing_sections(missing: Sequence[WatchedTensor], findings: Sequence[Findi
                           for tensor, _ in members[:_TENSORS_PER_ENTRY])
         if len(members) > _TENSORS_PER_ENTRY:
             names += f" and {len(members) - _TENSORS_PER_ENTRY} more"
-        lines += ["", f"{names} got no gradient; causes in the order the values flowed:"]
+        entries = []
         for number, group in enumerate(zip(*(causes for _, causes in members)), 1):
             if budget.take(len(group)):
-                lines += _entry(list(group), paint, prefix=f"{number}. ", with_tensor=False)
+                entries += _entry(list(group), paint, prefix=f"{number}. ", with_tensor=False)
+        if entries:  # a heading with nothing under it (``max_findings=0``) says nothing
+            lines += ["", f"{names} got no gradient; causes in the order the values flowed:", *entries]
     if unexplained:
         listed = unexplained if verbose else unexplained[:_TENSORS_UNEXPLAINED]
         names = ", ".join(f"{paint(tensor.name, 'bold')} {_shape(tensor.shape)}" for tensor in listed)
@@ -149,6 +156,32 @@ def display_path(path: str) -> str:
     except ValueError:  # another drive on Windows
         return path
     return path if relative.startswith(os.pardir) else relative
+
+
+def display_place(path: str, line: int) -> str:
+    """``path:line`` as :func:`display_path` writes it, or ``cell [1], line 8`` for a notebook cell."""
+    cell = _cell_number(path)
+    return f"cell [{cell}], line {line}" if cell is not None else f"{display_path(path)}:{line}"
+
+
+def display_file(path: str) -> str:
+    """``path`` as :func:`display_path` writes it, or ``cell [1]`` for a notebook cell."""
+    cell = _cell_number(path)
+    return f"cell [{cell}]" if cell is not None else display_path(path)
+
+
+def _cell_number(path: str) -> str | None:
+    """The execution count of the IPython cell compiled under the file name ``path``, or ``None``."""
+    match = _IPYTHON_INPUT.fullmatch(path)
+    if match:
+        return match.group(1)
+    if "IPython" not in sys.modules:
+        return None
+    shell = sys.modules["IPython"].get_ipython()
+    name = shell.compile.format_code_name(path) if shell is not None else None
+    if name is None or not name[1].startswith("In["):  # ("Cell", "In[8]") for a cell this shell ran
+        return None
+    return name[1][3:-1]
 
 
 class _Painter:
@@ -218,12 +251,17 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     first = group[0]
     indent = "  " + " " * len(prefix)
     head = (
-        f"  {prefix}{paint(f'{display_path(first.file)}:{first.line}', 'bold')}: "
+        f"  {prefix}{paint(display_place(first.file, first.line), 'bold')}: "
         f"{paint(first.severity, first.severity)}: {first.kind}"
     )
-    count = max(finding.count for finding in group)
-    if count > 1:
-        head += f" (×{count})"
+    counts = {finding.count for finding in group}
+    if len(counts) > 1:  # a different number of times per tensor: each its own (as JSON has it), or the range
+        if len(group) <= _TENSORS_PER_ENTRY:
+            head += " (" + ", ".join(f"×{finding.count} {finding.tensor}" for finding in group) + ")"
+        else:
+            head += f" (×{min(counts)} to ×{max(counts)})"
+    elif max(counts) > 1:
+        head += f" (×{max(counts)})"
     ranks = sorted({rank for finding in group for rank in finding.ranks})
     if ranks:
         head += f" [{_plural(len(ranks), 'rank')} {', '.join(map(str, ranks))}]"
@@ -239,7 +277,7 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     if first.fix:
         lines.append(f"{indent}{paint('fix:', 'fix')} {first.fix}")
     for place in first.related:
-        lines.append(f"{indent}{place.role}: {display_path(place.file)}:{place.line}"
+        lines.append(f"{indent}{place.role}: {display_place(place.file, place.line)}"
                      + (f": {place.code.strip()}" if place.code else ""))
     return lines
 
@@ -250,3 +288,16 @@ def _shape(shape: Sequence[int]) -> str:
 
 def _plural(count: int, word: str) -> str:
     return word if count == 1 else word + "s"
+
+
+def unmatched_message(patterns: Sequence[str], names: Sequence[str], level: str = "error") -> str:
+    """The line for ``--watch`` patterns that matched nothing, listing the names that exist."""
+    quoted = ", ".join(repr(pattern) for pattern in patterns)
+    which = "pattern" if len(patterns) == 1 else "patterns"
+    text = f"gradcheck-l2c: {level}: --watch {which} {quoted} matched no tensor"
+    if not names:
+        return text + "; no tensor that requires grad was seen at all."
+    shown = ", ".join(names[:_NAMES_IN_WATCH_WARNING])
+    if len(names) > _NAMES_IN_WATCH_WARNING:
+        shown += f" and {len(names) - _NAMES_IN_WATCH_WARNING} more"
+    return f"{text}; the tensors seen were: {shown}"

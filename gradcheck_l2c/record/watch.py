@@ -255,8 +255,18 @@ def owner_of(module: nn.Module, attr: str) -> Owner:
 
 
 def matches(watched: Watched, pattern: str) -> bool:
-    """A pattern matches a tensor's full name, its name inside its module, or its variable name."""
-    return any(fnmatch.fnmatchcase(alias, pattern) for alias in watched.aliases)
+    """A pattern matches a tensor's full name, its name inside its module, or its variable name, each read
+    from any dot on: ``weight`` means every ``*.weight``, and a module's name (``fc2``) its whole subtree."""
+    return any(_matches_name(alias, pattern) for alias in watched.aliases)
+
+
+def _matches_name(name: str, pattern: str) -> bool:
+    parts = name.split(".")
+    for start in range(len(parts)):
+        tail = ".".join(parts[start:])
+        if fnmatch.fnmatchcase(tail, pattern) or fnmatch.fnmatchcase(tail, pattern + ".*"):
+            return True
+    return False
 
 
 def selected(registry: WatchRegistry, spec: WatchSpec) -> tuple[set[int], list[str]]:

@@ -71,7 +71,7 @@ def test_causes_of_a_missing_gradient_come_in_flow_order_with_place_code_and_fix
 
 def test_tensors_with_the_same_causes_share_one_section():
     """The layers of one module behind one `.detach()`: one section naming them all, each cause once,
-    counted over the tensors; a tensor with other causes keeps its own section."""
+    its counts ranging over the tensors; a tensor with other causes keeps its own section."""
     names = [f"G.{i}.weight" for i in range(6)]
     watched = [WatchedTensor(name, (2, 2), False) for name in names] + [ALPHA]
     cuts = [finding(kind="detach", line=31, tensor=name, count=3 if name == "G.1.weight" else 1) for name in names]
@@ -83,7 +83,7 @@ def test_tensors_with_the_same_causes_share_one_section():
         "causes in the order the values flowed:",
         "Net.alpha (4, 4) got no gradient; causes in the order the values flowed:",
     ]
-    assert [line for line in lines if "train.py:31" in line] == ["  1. train.py:31: error: detach (×3)"]
+    assert [line for line in lines if "train.py:31" in line] == ["  1. train.py:31: error: detach (×1 to ×3)"]
 
 
 def test_missing_gradients_without_a_finding_are_listed_together():
@@ -120,6 +120,22 @@ def test_max_findings_caps_the_entries_and_says_how_many_are_left_out():
     report = format_report(findings, [ALPHA], max_findings=2)
     assert "train.py:2:" in report and "train.py:3:" not in report
     assert "3 more findings not shown (at most 2 entries are listed)." in report
+
+
+def test_max_findings_zero_lists_no_entry_and_no_empty_heading():
+    findings = [finding(line=1), finding(kind="optimizer", severity="warning", tensor="Net.w", line=5)]
+    report = format_report(findings, [ALPHA, WEIGHT], max_findings=0)
+    assert report.splitlines()[0].startswith("gradcheck-l2c: 1 of 2 watched tensors got no gradient")
+    assert "got no gradient; causes" not in report and "Other findings" not in report
+    assert report.endswith("\n\n2 findings not shown (at most 0 entries are listed).\n")
+
+
+def test_one_line_cut_a_different_number_of_times_per_tensor_shows_each_count():
+    findings = [finding(kind="state_dict_reload", tensor="Net.fc.weight", line=40, count=60),
+                finding(kind="state_dict_reload", tensor="Net.fc.bias", line=40, count=66)]
+    heads = [line for line in format_report(findings, [WEIGHT]).splitlines() if line.startswith("  - ")]
+    assert heads == ["  - train.py:40: error: state_dict_reload (×60 Net.fc.weight, ×66 Net.fc.bias): "
+                     "Net.fc.weight, Net.fc.bias"]
 
 
 def test_notes_are_hidden_unless_verbose():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import graphviz
@@ -216,28 +216,54 @@ def cut_text(finding: Finding) -> str:
     return f"{text}  ×{finding.count}" if finding.count > 1 else text
 
 
+def _sites(cuts: Sequence[Any]) -> list[list[Any]]:
+    """The cuts grouped by site (kind, file, line): one box each, whichever tensors it starved."""
+    sites: dict[tuple[str, str, int], list[Any]] = {}
+    for cut in cuts:
+        finding = cut.finding
+        sites.setdefault((finding.kind, finding.file, finding.line), []).append(cut)
+    return list(sites.values())
+
+
+def _site_lines(cuts: Sequence[Any]) -> list[str]:
+    """A cut box's label lines: what and where, with the count, or each tensor's count when they differ."""
+    findings = list({cut.finding.tensor: cut.finding for cut in cuts}.values())
+    first = findings[0]
+    counts = {finding.count for finding in findings}
+    lines = [f"<B>{esc(cut_text(first) if len(counts) == 1 else cut_text(replace(first, count=1)))}</B>",
+             small(esc(first.code.strip(), 60))]
+    if len(counts) > 1:
+        lines.append(small(esc(", ".join(f"×{f.count} {f.tensor}" for f in findings), 120)))
+    return lines
+
+
 def _draw_cuts(dot: graphviz.Digraph, scene: Scene) -> None:
     by_name = {w.name: (number, w) for number, w in enumerate(scene.watched)}
     plan, index = scene.plan, scene.index
-    for number, cut in enumerate(scene.cuts):
-        finding = cut.finding
+    for number, site in enumerate(_sites(scene.cuts)):
         key = f"cut{number}"
-        found = by_name.get(finding.tensor)
-        start: str | None = None
-        if cut.source is not None:
-            item = plan.item_for(index.position(cut.source))
-            start = f"i{item}" if item is not None else None
-        elif found is not None:
-            w_number, w = found
-            item = plan.item_for(w.node)
-            start = f"i{item}" if item is not None else (f"t{w_number}" if w.node is None else None)
-        lines = [f"<B>{esc(cut_text(finding))}</B>", small(esc(finding.code.strip(), 60))]
-        if start is None:
-            lines.append(small(esc(f"tensor: {finding.tensor}")))
+        starts: list[str] = []
+        for cut in site:
+            found = by_name.get(cut.finding.tensor)
+            if cut.source is not None:
+                item = plan.item_for(index.position(cut.source))
+                start = f"i{item}" if item is not None else None
+            elif found is not None:
+                w_number, w = found
+                item = plan.item_for(w.node)
+                start = f"i{item}" if item is not None else (f"t{w_number}" if w.node is None else None)
+            else:
+                start = None
+            if start is not None and start not in starts:
+                starts.append(start)
+        lines = _site_lines(site)
+        if not starts:
+            tensors = ", ".join(dict.fromkeys(cut.finding.tensor for cut in site))
+            lines.append(small(esc(f"tensor: {tensors}")))
         dot.node(key, html_label(*lines), fillcolor=CUT, color=CUT_EDGE, style="filled,bold")
-        if start is not None:
+        for start in starts:
             dot.edge(start, key, color=CUT_EDGE, style="dashed", penwidth="2")
-        reentries = dict.fromkeys(plan.item_for(index.position(node)) for node in cut.reentry)
+        reentries = dict.fromkeys(plan.item_for(index.position(node)) for cut in site for node in cut.reentry)
         for item in reentries:
             if item is not None:
                 dot.edge(key, f"i{item}", color=CUT_EDGE, style="dashed", penwidth="2")

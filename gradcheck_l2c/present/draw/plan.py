@@ -25,7 +25,7 @@ class GraphIndex:
     """
 
     def __init__(self, roots: Iterable[Any], extra: Iterable[Any] = ()):
-        nodes = list(iter_nodes(roots))
+        nodes = list(iter_nodes({id(node): node for node in roots}.values()))  # a root given twice: one box
         pos = {id(node): i for i, node in enumerate(nodes)}
         walked = len(nodes)
         for node in extra:

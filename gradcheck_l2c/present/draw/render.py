@@ -21,7 +21,7 @@ from gradcheck_l2c.errors import GradcheckError, UsageError
 from gradcheck_l2c.present.draw import page
 from gradcheck_l2c.present.draw.dot import Scene, Watched, draw, module_of
 from gradcheck_l2c.present.draw.plan import GraphIndex, Plan, plan, select
-from gradcheck_l2c.record.graph import call_with_large_stack, grad_roots
+from gradcheck_l2c.record.graph import grad_roots
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding
 from gradcheck_l2c.rules import CAUSES
 
@@ -42,8 +42,9 @@ def render(loss: Any, *, params: Any = None, watch: Any = None, findings: Sequen
     ``loss`` is a tensor, an autograd node, or a ``CapturedGraph`` (whose tensors and cuts are the
     defaults for ``watch`` and ``findings``). ``params`` (a dict name -> tensor, a module, or a list
     of these) names the leaves; ``watch`` (the same forms, or a list of tensors) picks the tensors to
-    mark; ``findings`` are ``Finding`` or ``Cut`` objects, each drawn as a box on a red dashed edge from
-    the last node its tensor's values had to where they came back in.
+    mark; ``findings`` are ``Finding`` or ``Cut`` objects, drawn as one box per site (kind, file, line) on
+    red dashed edges from the last node the tensors' values had to where they came back in; notes
+    (``info`` findings, such as harmless in-place writes) are not cuts and are not drawn.
 
     By default only the paths between the watched tensors and the loss are drawn, chains of
     single-input/single-output ops become one "N ops" box, nodes are grouped by module when the
@@ -69,7 +70,7 @@ def render(loss: Any, *, params: Any = None, watch: Any = None, findings: Sequen
         names[id(tensor)] = name
     if findings is None:
         findings = captured.cuts if captured is not None else ()
-    cuts = _cuts(findings)
+    cuts = [cut for cut in _cuts(findings) if cut.finding.severity != "info"]  # notes cut nothing
     missing_names = set(captured.missing) if captured is not None else set()
 
     with torch.enable_grad():
@@ -260,11 +261,22 @@ def write_render_dir(graphs: Sequence[CapturedGraph], findings: Sequence[Finding
                      fmt: str = "svg", full: bool = False) -> list[Path]:
     """Write one image per captured graph (``graph-1.svg``, ...) and ``index.html`` listing the findings.
 
-    Each graph is drawn with its own cuts plus the other causes found for the tensors it is missing. The
-    returned paths are the images (``.dot`` sources when Graphviz is missing) and then ``index.html``.
+    The returned paths are the images (``.dot`` sources when Graphviz is missing) and then ``index.html``.
+    """
+    out = Path(out_dir)
+    sections = draw_graphs(graphs, findings, out, fmt=fmt, full=full)
+    index_path = out / "index.html"
+    index_path.write_text(page.index_page(findings, sections), encoding="utf-8")
+    return [section.image for section in sections] + [index_path]
+
+
+def draw_graphs(graphs: Sequence[CapturedGraph], findings: Sequence[Finding], out: Path, *, fmt: str = "svg",
+                full: bool = False) -> list[page.Section]:
+    """Draw each captured graph into ``out/graph-<n>.<fmt>``; one ``Section`` each, naming the findings drawn.
+
+    Each graph is drawn with its own cuts plus the other causes found for the tensors it is missing.
     """
     check_format(fmt)
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sections = []
     for number, captured in enumerate(graphs, 1):
@@ -273,28 +285,11 @@ def write_render_dir(graphs: Sequence[CapturedGraph], findings: Sequence[Finding
                  if f.tensor in captured.missing and f.kind in CAUSES and f not in drawn_findings]
         saved = save_graph(render(captured, findings=[*captured.cuts, *extra], full=full), out / f"graph-{number}", fmt)
         sections.append(page.Section(number, captured.missing,
-                                            [cut.finding for cut in captured.cuts] + extra, saved.path, saved.note))
-    index_path = out / "index.html"
-    index_path.write_text(page.index_page(findings, sections), encoding="utf-8")
-    return [section.image for section in sections] + [index_path]
+                                     [cut.finding for cut in captured.cuts] + extra, saved.path, saved.note))
+    return sections
 
 
-def render_graphs(tracer: Any, folder: str, *, fmt: str = "svg", full: bool = False) -> list[Any]:
-    """Draw a finished trace's graphs into ``folder``, then free them (in a thread with a large stack:
-    freeing deep graphs is safe there)."""
-    def draw() -> list[Any]:
-        try:
-            return write_render_dir(tracer.graphs, tracer.findings, folder, fmt=fmt, full=full)
-        finally:
-            tracer.release_graphs()  # freed in the large-stack thread: deep graphs are safe there
-
-    return call_with_large_stack(draw)
-
-
-def render_summary(written: Sequence[Any], fmt: str = "svg") -> str:
-    """One line on what ``write_render_dir`` wrote (images, then the index page), and the
-    Graphviz install hint when it could only write ``.dot`` sources."""
+def render_summary(written: Sequence[Any]) -> str:
+    """One line on what ``write_render_dir`` wrote (images, then the index page)."""
     images = len(written) - 1
-    text = f"drew {images} {'graph' if images == 1 else 'graphs'}; open {written[-1]}"
-    hint = missing_dot_hint()
-    return f"{text}\n{hint}" if hint and fmt != "dot" else text
+    return f"drew {images} {'graph' if images == 1 else 'graphs'}; open {written[-1]}"

@@ -1,6 +1,7 @@
 """Tests of gradcheck_l2c.present.draw: what the drawn graph contains (boxes, colours, cut edges), at any size."""
 from __future__ import annotations
 
+import dataclasses
 import html
 import inspect
 import re
@@ -201,6 +202,30 @@ def test_seed_alpha_is_red_and_the_item_cut_names_its_line():
     assert drawing.edge(alpha, softmax)["color"] == CUT_EDGE  # the path that was cut off is red
     assert drawing.edge(softmax, source)["color"] == CUT_EDGE
     assert [end for start, end, _ in drawing.edges if start == drawing.titled("NllLossBackward0").key] == ["loss"]
+
+
+def test_one_box_per_cut_site_with_each_tensors_count_and_no_box_for_notes():
+    graph, item_line = l2c_round()
+    (cut,) = graph.cuts
+    alpha = dataclasses.replace(cut, finding=dataclasses.replace(cut.finding, count=60))
+    other = dataclasses.replace(cut, finding=dataclasses.replace(cut.finding, tensor="TinyCNN.fc1.weight", count=66))
+    note = Cut(Finding("inplace_saved", "info", "TinyCNN.alpha", __file__, item_line - 1, "w[0] = 1",
+                       "an in-place write autograd records", "nothing to change here"), source=cut.source)
+    drawing = parse(render(graph, findings=[alpha, other, note]))
+    box = drawing.one(".item()")
+    assert box.lines[0] == f".item()  test_render.py:{item_line}"  # no single count: they differ
+    assert box.lines[-1] == "×60 TinyCNN.alpha, ×66 TinyCNN.fc1.weight"  # as the text report and JSON say
+    assert not drawing.find("in-place") and not drawing.find("test_render.py:" + str(item_line - 1))
+    assert len([b for b in drawing.boxes.values() if b.key.startswith("cut")]) == 1
+
+
+def test_full_draws_each_tensor_once_when_a_cut_names_its_reentry_twice():
+    graph, _ = l2c_round()
+    (cut,) = graph.cuts
+    twice = dataclasses.replace(cut, reentry=cut.reentry + cut.reentry)
+    drawing = parse(render(graph, findings=[twice], full=True))
+    for name in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "alpha"):
+        drawing.one(f"TinyCNN.{name}")  # exactly one box each
 
 
 # --- colours, names, labels ------------------------------------------------------------------------------

@@ -56,11 +56,13 @@ class Run:
         return watched.optimized or (tensor is not None and id(tensor) in self.optimized)
 
     def replaces(self, watched: Watched) -> bool:
-        """It was made after an optimizer, at a line whose every new parameter stands where one of the same
-        shape sits in an optimizer (same module class and attribute path): a module rebuilt or a Parameter
-        re-made as it was, not a model that grew or shrank (a resized embedding, a pruned layer)."""
-        if watched.built_at is None:
-            return False
+        """It was made after an optimizer (by user code, then loaded with values, or as a whole new model bound to
+        a name), at a line whose every new
+        parameter stands where one of the same shape sits in an optimizer (same module class and attribute
+        path): a module rebuilt or a Parameter re-made as it was, not a model that grew or shrank (a resized
+        embedding, a pruned layer) nor a fresh layer put in place (a new classification head)."""
+        if watched.built_at is None or not (watched.user_leaf or watched.filled or watched.rebound):
+            return False  # a fresh layer (a new head): the optimizer must be built after it, not this line
         made = [w for w in self.record.watched() if w.built_at == watched.built_at and w.owner is not None]
         return bool(made) and all(self._stale_twin(w) is not None for w in made)
 

@@ -169,6 +169,9 @@ def on_copy(mode: Mode, func, args, kwargs):
         else:
             label = f".{func.__name__}()"
         mode.cuts.reenter("state_dict_reload", label, sources, [target], site=user_site(1))
+        watched = state.registry.get(target)
+        if watched is not None:
+            watched.filled = True
         return out
     out = func(*args, **kwargs)
     if not _is_grad_enabled():

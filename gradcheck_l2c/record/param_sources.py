@@ -38,6 +38,19 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     return None
 
 
+def binds_name(site: Site) -> bool:
+    """Whether the statement at ``site`` assigns its value to a plain name (``model = Net()``), not to an
+    attribute or item (``model.head = Head()``)."""
+    tree = _tree(site.file)
+    if tree is None:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno <= site.line <= (node.end_lineno or node.lineno):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            return all(isinstance(t, ast.Name) for t in targets)
+    return False
+
+
 @functools.lru_cache(maxsize=64)
 def _tree(filename: str) -> ast.Module | None:
     source = "".join(linecache.getlines(filename))

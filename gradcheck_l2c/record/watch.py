@@ -55,6 +55,8 @@ class Watched:
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     born: int = 0  # backward calls seen before it was watched
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
+    filled: bool = False  # values were copied into it without grad (load_state_dict, copy_)
+    rebound: bool = False  # that line assigns a plain name (`model = Net()` again), not an attribute
     built_at: Site | None = None  # made after an optimizer: the line outside module constructors that asked
     made_in_forward: bool = False  # the user made it while a module's forward ran (a lazy parameter)
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
@@ -136,7 +138,7 @@ class WatchRegistry:
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
         # Parameters made during the trace: their line, how many optimizers had been built then, and (once
         # one was) the line outside module constructors that asked for it (`locations.built_at`)
-        self.created: dict[int, tuple[weakref.ref, Site | None, int, Site | None]] = {}
+        self.created: dict[int, tuple[weakref.ref, Site | None, int, Site | None, bool]] = {}
         # id -> key of the leaves user code asked gradients for: ops taking one first remember their line
         self.user_leaves: dict[int, int] = {}
         # (id(module), attribute) -> (module, line) where user code set a plain tensor or a list/dict attribute
@@ -204,7 +206,7 @@ class WatchRegistry:
         if watched.optimizers_before < 0:
             created = self.created.get(id(tensor))
             if created is not None and created[0]() is tensor:
-                watched.optimizers_before, watched.built_at = created[2], created[3]
+                watched.optimizers_before, watched.built_at, watched.rebound = created[2], created[3], created[4]
         if user_leaf and not watched.user_leaf:
             watched.user_leaf = True
             self.user_leaves[id(tensor)] = watched.key

@@ -20,6 +20,7 @@ from gradcheck_l2c.record.locations import (
     library_callers,
     user_site,
 )
+from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
 
@@ -33,8 +34,9 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
             return param
         site = user_site(1)
         created, ident = state.registry.created, id(param)
+        built = built_at(1) if state.clock.optimizers else None
         created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site,
-                          state.clock.optimizers, built_at(1) if state.clock.optimizers else None)
+                          state.clock.optimizers, built, built is not None and binds_name(built))
         if caller_is_user(1):  # written by the user, not made inside a torch layer
             wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None
             if wrapped is not None:  # nn.Parameter(torch.ones(..., requires_grad=True)): the same values, no cut

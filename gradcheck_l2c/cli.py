@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--fail-on", choices=("error", "warning", "never"), default="error",
                        help="lowest severity that makes the exit status 1 (default: %(default)s)")
     trace.add_argument("--max-findings", type=_count, metavar="N", help="list at most N entries")
+    trace.add_argument("--nan", action="store_true",
+                       help="also find where the first NaN or Inf, forward or backward, was born: the op, "
+                       "its input there, the line and a fix")
     trace.add_argument("--render", metavar="DIR",
                        help="draw the graphs where gradients went missing into DIR")
     trace.add_argument("--format", metavar="FORMAT",
@@ -261,6 +264,7 @@ def _trace_command(options: argparse.Namespace) -> int:
         runner,
         watch=options.watch,
         record_sites=bool(options.render),
+        nan=options.nan,
         stream=stderr,
         show_status=not options.quiet and is_terminal(stderr) and env is None,
         keep_tool_frames=options.verbose,

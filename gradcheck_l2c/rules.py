@@ -107,6 +107,12 @@ RULES: tuple[Rule, ...] = (
          "Change the line named: .detach() a value carried across iterations, reduce the loss with .mean(), "
          "update leaves under torch.no_grad(), use no_grad instead of inference_mode, return one gradient per "
          "forward input."),
+    Rule("GC030", "non_finite", ("error", "warning"), False, "NaN/Inf",
+         "With --nan: the first NaN, forward or backward, at the line of the op that made it from finite values "
+         "(log of 0, 0/0, sqrt at 0 in backward, the masked branch of torch.where, float16 overflow in exp), or "
+         "where it came in from the data; an Inf that never turned into NaN is a warning.",
+         "Keep the op's input inside its domain: clamp or add eps to the input (not the output), or use a stable "
+         "form (logsumexp, log_softmax, F.normalize(eps=...))."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",
          "Remove the comment, or name the code it should silence."),

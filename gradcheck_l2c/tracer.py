@@ -39,12 +39,14 @@ class Trace:
     ``watch``: None (every parameter of the modules built or used during the trace and every leaf
     created with ``requires_grad=True``), or names/globs (``"alpha"``, ``"*.alpha"``,
     ``"model.fc1.*"``), tensors, modules, or a list of them. ``record_sites`` stores the forward
-    line of every autograd node, for rendering (a little slower).
+    line of every autograd node, for rendering (a little slower). ``nan`` also finds where the first
+    NaN or Inf value, forward or backward, was born (``non_finite`` findings).
     """
 
-    def __init__(self, watch: Any = None, *, record_sites: bool = False) -> None:
+    def __init__(self, watch: Any = None, *, record_sites: bool = False, nan: bool = False) -> None:
         self._spec = WatchSpec.parse(watch)
         self.record_sites = record_sites
+        self.nan = nan
         self.on_progress: Callable[[int, int], None] | None = None  # (backward calls, tensors missing)
         self._state: Any = None
         self._mode: Any = None
@@ -102,7 +104,7 @@ class Trace:
         from gradcheck_l2c.record.patches import Patches
         from gradcheck_l2c.record.state import TraceState
 
-        state = TraceState(self._spec, record_sites=self.record_sites, word_failure=word_failure)
+        state = TraceState(self._spec, record_sites=self.record_sites, word_failure=word_failure, nan=self.nan)
         self._state, self._verdict = state, None
         state.watch_requested()
         state.discover(user_frame(1))
@@ -245,9 +247,10 @@ def disabled_by_environment() -> bool:
     return False
 
 
-def trace(watch: Any = None, *, record_sites: bool = False) -> Trace:
-    """Start describing a trace: ``with trace(watch=["alpha"]) as t: train()`` or ``@trace()``."""
-    return Trace(watch, record_sites=record_sites)
+def trace(watch: Any = None, *, record_sites: bool = False, nan: bool = False) -> Trace:
+    """Start describing a trace: ``with trace(watch=["alpha"]) as t: train()`` or ``@trace()``;
+    ``nan=True`` also says where the first NaN or Inf was born."""
+    return Trace(watch, record_sites=record_sites, nan=nan)
 
 
 def _refuse_pieces(function: Callable[..., Any]) -> None:

@@ -7,6 +7,7 @@ from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
 from gradcheck_l2c.record.events import Event, EventExtra
 from gradcheck_l2c.record.failures import BackwardFailure, Graphless, StaleSaved
 from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.nonfinite import NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerRecord, StepMiss
 from gradcheck_l2c.record.taint import Chain, Taint
 from gradcheck_l2c.record.unregistered import Unregistered
@@ -15,6 +16,6 @@ from gradcheck_l2c.record.writes import InplaceNote
 
 __all__ = [
     "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "Graphless",
-    "InplaceNote", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site", "StaleSaved", "StepMiss",
+    "InplaceNote", "NonFinite", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site", "StaleSaved", "StepMiss",
     "Taint", "Unregistered", "WatchSpec", "Watched",
 ]

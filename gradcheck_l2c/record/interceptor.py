@@ -39,6 +39,7 @@ class Interceptor(TorchFunctionMode):
         self.handlers: dict[Any, Callable[..., Any]] = handler_table()  # func -> handlers.on_*
         self.user_leaves = state.registry.user_leaves
         self.origins = state.origins
+        self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -50,12 +51,17 @@ class Interceptor(TorchFunctionMode):
         state = self.state
         try:
             if handler is not None:
-                return handler(self, func, args, kwargs)
+                out = handler(self, func, args, kwargs)
+                if self.health is not None:
+                    self.health.handled(handler in _BACKWARDS, func, args, kwargs, out)
+                return out
             out = func(*args, **kwargs)
         except RuntimeError as error:
             if handler not in _BACKWARDS:  # those were recorded as refused backwards
                 state.op_failed(error, func, args, kwargs)
             raise
+        if self.health is not None:
+            self.health.forward(func, args, kwargs, out)
         if self.writes.snapshots:
             self.writes.check_snapshots(func, args)
         taints = state.taints
@@ -92,4 +98,5 @@ class Interceptor(TorchFunctionMode):
             if origins.recording and len(dead) < len(out):
                 origins.made(out)
         return out
+
 

@@ -30,6 +30,7 @@ from gradcheck_l2c.record.facts import (
     WatchSpec,
 )
 from gradcheck_l2c.record.locations import module_site
+from gradcheck_l2c.record.nonfinite import NanWatch, NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.scope import Clock, Scope
 from gradcheck_l2c.record.taint import TaintStore
@@ -56,6 +57,7 @@ class TraceRecord:
     _ddp: DdpLog
     _terms: TermLog
     _errors: ErrorRecorder
+    _health: NanWatch | None = None
 
     # ---- watched tensors --------------------------------------------------------------------
 
@@ -163,6 +165,16 @@ class TraceRecord:
     @property
     def unregistered(self) -> dict[tuple[str, str], Unregistered]:
         return self._unregistered.found
+
+    @property
+    def nan_checked(self) -> bool:
+        """Whether the run was checked for NaN/Inf (``--nan``)."""
+        return self._health is not None
+
+    @property
+    def non_finite(self) -> list[NonFinite]:
+        """Where NaN/Inf values were born (``--nan``), in the order they were; the first NaN ends the list."""
+        return list(self._health.births) if self._health is not None else []
 
     @property
     def untraced(self) -> dict[tuple[str, Site | None], int]:

@@ -16,6 +16,7 @@ from gradcheck_l2c.judge.detectors import (
     new_parameter,
     no_grad,
     non_differentiable,
+    non_finite,
     non_leaf_watched,
     non_parameter_tensor,
     numpy_,
@@ -33,4 +34,4 @@ CUTS = {
                    non_differentiable, grad_no_graph)
 }
 SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term)
+            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term, non_finite)

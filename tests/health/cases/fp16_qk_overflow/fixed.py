@@ -1,0 +1,10 @@
+import torch
+
+q = (torch.randn(2, 4, 16) * 30).half().requires_grad_()
+k = (torch.randn(2, 4, 16) * 30).half()
+v = torch.randn(2, 4, 16).half()
+attn = torch.bmm(q.float(), k.float().transpose(1, 2))
+attn = torch.softmax(attn, dim=-1).half()
+out = torch.bmm(attn, v)
+out.float().sum().backward()
+print(out.isnan().any())

@@ -1,0 +1,7 @@
+import torch
+
+features = torch.randn(1, 10, 10, requires_grad=True)
+std = torch.std(features, dim=0, correction=0)
+loss = std.mean()
+loss.backward()
+print(features.grad)

@@ -28,15 +28,16 @@ _set_grad_enabled = torch._C._set_grad_enabled
 _is_grad_enabled = torch.is_grad_enabled
 _MAX_BIRTHS = 16  # distinct places recorded (Inf births that stayed Inf); the first NaN ends recording
 
-#: Ops that only move, select or compare values: they pass non-finite values on but never make one.
+#: Ops that only move, select or compare values: they pass non-finite values on but never make one (fills and
+#: ``where`` are checked: ``masked_fill(mask, -inf)`` writes the value it is given).
 PASSING = frozenset((
     "view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze", "permute",
     "transpose", "t", "T", "mT", "contiguous", "expand", "expand_as", "__getitem__", "narrow", "select",
     "index_select", "gather", "chunk", "split", "unbind", "cat", "concat", "stack", "clone", "detach", "to",
     "cpu", "cuda", "float", "double", "relu", "relu_", "dropout", "abs", "neg", "__neg__", "max", "min",
-    "maximum", "minimum", "clamp", "clamp_", "clamp_min", "clamp_max", "where", "masked_fill", "masked_fill_",
-    "zero_", "fill_", "zeros_like", "ones_like", "empty_like", "empty", "zeros", "ones", "full", "full_like",
-    "rand", "randn", "rand_like", "randn_like", "arange", "linspace", "tensor", "as_tensor", "from_numpy",
+    "maximum", "minimum", "clamp", "clamp_", "clamp_min", "clamp_max", "zero_", "zeros_like", "ones_like",
+    "empty_like", "empty", "zeros", "ones", "rand", "randn", "rand_like", "randn_like", "arange", "linspace",
+    "tensor", "as_tensor", "from_numpy",
     "__get__", "__set__", "requires_grad_", "data", "grad", "copy_", "roll", "flip", "repeat", "tile",
 ))
 #: Ops whose derivative is infinite or undefined at some finite input (their backward can make a NaN from
@@ -92,7 +93,7 @@ def _finite(tensor: Tensor) -> bool:
 
 
 def _checkable(value: Any) -> bool:
-    return type(value) is Tensor and value.is_floating_point() and value.layout is torch.strided \
+    return isinstance(value, Tensor) and value.is_floating_point() and value.layout is torch.strided \
         and not value.is_meta
 
 
@@ -169,9 +170,9 @@ class NanWatch:
 
     def _examine(self, name: str, args: tuple, kwargs: dict, out: Tensor) -> None:
         """A non-finite output: born here, from the data, an Inf turning NaN, or passed on."""
-        inputs = [t for t in flat(args) if type(t) is Tensor and t is not out]
+        inputs = [t for t in flat(args) if isinstance(t, Tensor) and t is not out]
         if kwargs:
-            inputs.extend(v for v in kwargs.values() if type(v) is Tensor and v is not out)
+            inputs.extend(v for v in kwargs.values() if isinstance(v, Tensor) and v is not out)
         floats = [t for t in inputs if _checkable(t)]
         bad_inputs = [i for i, t in enumerate(floats) if not _finite(t)]
         index = tuple(torch.nonzero(~torch.isfinite(out))[0].tolist())
@@ -200,7 +201,7 @@ class NanWatch:
     def _hook_node(self, name: str, args: tuple, kwargs: dict, out: Tensor) -> None:
         """Hook the node of a singular op: its backward may make a NaN from finite gradients."""
         site = user_site(1)
-        sources = [weakref.ref(t) for t in flat(args) if type(t) is Tensor and t.requires_grad]
+        sources = [weakref.ref(t) for t in flat(args) if isinstance(t, Tensor) and t.requires_grad]
         dtype = str(out.dtype).replace("torch.", "")
         watch = self
 

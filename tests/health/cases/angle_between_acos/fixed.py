@@ -12,9 +12,9 @@ def angle_between(vector0, vector1):
     return unit_vector0.dot(unit_vector1).clamp(-1.0 + eps, 1.0 - eps).acos()
 
 
-direction = torch.tensor([3.0, 4.0], requires_grad=True)
+direction = torch.tensor([1.0, 0.0], requires_grad=True)
 opt = torch.optim.SGD([direction], lr=0.1)
-loss = angle_between(direction, torch.tensor([6.0, 8.0]))
+loss = angle_between(direction, torch.tensor([2.0, 0.0]))
 loss.backward()
 print(direction.grad)
 opt.step()

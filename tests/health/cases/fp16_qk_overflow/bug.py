@@ -1,7 +1,7 @@
 import torch
 
-q = (torch.randn(2, 4, 16) * 30).half().requires_grad_()
-k = (torch.randn(2, 4, 16) * 30).half()
+q = (torch.randn(2, 4, 16) * 100).half().requires_grad_()
+k = (torch.randn(2, 4, 16) * 100).half()
 v = torch.randn(2, 4, 16).half()
 attn = torch.bmm(q, k.transpose(1, 2))  # <- nan
 attn = torch.softmax(attn, dim=-1)

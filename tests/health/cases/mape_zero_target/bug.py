@@ -10,7 +10,9 @@ def mape(preds, target):
     return (torch.abs(target - preds) / torch.abs(target)).mean() * 100  # <- nan
 
 
-loss = mape(model(x), target)
-loss.backward()
-opt.step()
-print(loss.item())
+for step in range(2):
+    opt.zero_grad()
+    loss = mape(model(x), target)
+    loss.backward()
+    opt.step()
+    print(step, loss.item())

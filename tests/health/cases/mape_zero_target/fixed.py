@@ -10,7 +10,9 @@ def mape(preds, target):
     return (torch.abs(target - preds) / torch.abs(target).clamp_min(1.17e-06)).mean() * 100
 
 
-loss = mape(model(x), target)
-loss.backward()
-opt.step()
-print(loss.item())
+for step in range(2):
+    opt.zero_grad()
+    loss = mape(model(x), target)
+    loss.backward()
+    opt.step()
+    print(step, loss.item())

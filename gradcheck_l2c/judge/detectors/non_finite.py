@@ -86,7 +86,7 @@ def describe(birth: NonFinite) -> tuple[str, str]:
     """The sentence and the fix for one birth, worded from its facts."""
     when = f" in iteration {birth.iteration}"
     if birth.phase == "data":
-        return (f"{_value(birth).capitalize() if birth.value == 'nan' else _value(birth)} came in from the data: "
+        return (f"{_value(birth)} came in from the data: "
                 f"input {(birth.position or 0) + 1} of {birth.op} (a tensor {birth.tensor}) already held it"
                 f"{_at(birth)}{when}, and no op the trace saw made it.",
                 "check the data where it is loaded (assert torch.isfinite(x).all()) and drop or replace the bad "
@@ -129,7 +129,11 @@ def _forward(birth: NonFinite, family: str, when: str) -> tuple[str, str]:
         if birth.dtype in ("float16", "bfloat16"):
             fix += f"; or run this op in float32 (x.float(), or leave it out of autocast)"
         return f"{made}: the result overflowed {birth.dtype} (largest {largest}){near}.", fix + "."
-    return (f"{made} from finite inputs{' (' + ', '.join(map(_num, operands)) + ')' if operands else ''}.",
+    if family == "std" and birth.is_nan:
+        return (f"{made}: the unbiased standard deviation of a single value divides by n - 1 = 0.",
+                "take statistics over more than one value, or pass correction=0 (and add eps where you divide by it).")
+    known = [o for o in operands if o is not None]
+    return (f"{made} from finite inputs{' (' + ', '.join(map(_num, known)) + ')' if known else ''}.",
             (_EPS_INPUT[family] if family in _EPS_INPUT else
              f"find the input value at which {birth.op} is undefined and keep its input away from it (clamp, eps)")
             + ".")
@@ -153,8 +157,8 @@ def _backward(birth: NonFinite, family: str, when: str) -> tuple[str, str]:
     first = birth.operands[0] if birth.operands else None
     made = (f"the backward of {birth.op} made {value}{_at(birth)}{when} from a finite gradient"
             + (f" (its input there was {_num(first)})" if first is not None else ""))
-    if birth.grad == 0 and birth.is_nan:
-        return (f"{made}: 0 arrived there (the masked branch of torch.where, or a mask), and 0 times {birth.op}'s "
+    if birth.grad == 0 and birth.is_nan and family not in ("acos", "atanh"):
+        return (f"{made}: 0 arrived there (the unselected branch of torch.where, a mask or a clamp), and 0 times {birth.op}'s "
                 "infinite derivative is NaN, although the forward value was masked.",
                 f"apply torch.where to the input, not the output: {birth.op}(torch.where(mask, x, 1.0)) inside, then "
                 "mask the result (or " + _EPS_INPUT.get(family, "clamp the input") + ").")

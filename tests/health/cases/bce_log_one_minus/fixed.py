@@ -1,5 +1,7 @@
 import torch
 
+torch.manual_seed(0)
+
 model = torch.nn.Linear(4, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(6, 4) * 100  # unnormalised input

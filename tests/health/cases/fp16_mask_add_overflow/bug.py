@@ -1,5 +1,7 @@
 import torch
 
+torch.manual_seed(0)
+
 bsz, heads, tgt, src = 2, 2, 3, 3
 scores = (torch.randn(bsz, heads, tgt, src) * 4 - 40).half().requires_grad_()
 padding = torch.zeros(bsz, 1, 1, src, dtype=torch.float16)

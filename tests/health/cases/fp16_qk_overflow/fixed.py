@@ -1,5 +1,7 @@
 import torch
 
+torch.manual_seed(0)
+
 q = (torch.randn(2, 4, 16) * 100).half().requires_grad_()
 k = (torch.randn(2, 4, 16) * 100).half()
 v = torch.randn(2, 4, 16).half()

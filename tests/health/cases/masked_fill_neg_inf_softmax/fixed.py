@@ -1,6 +1,8 @@
 import numpy as np
 import torch
 
+torch.manual_seed(0)
+
 
 def scaled_dot_product_attention(q, k, v, d_k, mask=None):
     scores = torch.matmul(q, k.transpose(-2, -1)) / d_k ** 0.5

@@ -1,5 +1,7 @@
 import torch
 
+torch.manual_seed(0)
+
 
 def masked_log_softmax(vector, mask):
     if mask is not None:

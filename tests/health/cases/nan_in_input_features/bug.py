@@ -1,5 +1,7 @@
 import torch
 
+torch.manual_seed(0)
+
 rows = [[1.0, 2.0, 3.0], [4.0, float("nan"), 6.0], [7.0, 8.0, 9.0], [1.5, 2.5, 3.5]]
 x = torch.tensor(rows)
 y = torch.tensor([[1.0], [2.0], [3.0], [4.0]])

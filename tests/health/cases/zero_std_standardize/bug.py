@@ -1,5 +1,7 @@
 import torch
 
+torch.manual_seed(0)
+
 model = torch.nn.Linear(3, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 raw = torch.randn(5, 3)

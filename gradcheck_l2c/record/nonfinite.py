@@ -130,6 +130,7 @@ class NanWatch:
         self.registry = registry
         self.births: list[NonFinite] = []
         self.stopped = False  # the first NaN was recorded: nothing after it is news
+        self._names: dict[Any, str] = {}  # op -> its name, looked up once
 
     # ---- forward ---------------------------------------------------------------------------------
 
@@ -142,14 +143,18 @@ class NanWatch:
 
     def forward(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         """Check an op's result; called by the interceptor after every op while --nan is on."""
+        if self.stopped:
+            return
+        name = self._names.get(func)
+        if name is None:
+            name = self._names[func] = op_label(func)
+        if name in PASSING:
+            return
         if type(out) is Tensor:
             outs: tuple = (out,)
         elif isinstance(out, (tuple, list)) and out and type(out[0]) is Tensor:
             outs = tuple(out)
         else:
-            return
-        name = op_label(func)
-        if name in PASSING:
             return
         grad = _is_grad_enabled()
         if grad:

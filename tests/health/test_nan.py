@@ -100,3 +100,17 @@ def test_cli_nan_option_reports_the_line(tmp_path, capsys):
     script = Snippet(tmp_path / "trap.py", WHERE_TRAP)
     assert main(["trace", "--nan", str(script.path)]) == 1
     assert f"trap.py:{script.line('born')}: error: non_finite" in capsys.readouterr().err
+
+
+def test_pytest_option_fails_a_traced_test_at_the_line_that_made_the_nan(pytester):
+    pytester.makepyfile(test_loss="""
+        import torch
+
+        def test_step():
+            x = torch.tensor([0.0, 2.0], requires_grad=True)
+            y = torch.where(x > 1, torch.log(x), x)
+            y.sum().backward()
+        """)
+    result = pytester.runpytest("--gradcheck", "--gradcheck-nan")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_loss.py:5: error: non_finite*"])

@@ -165,7 +165,7 @@ class NanWatch:
                     self._examine(name, args, kwargs, value)
                     if self.stopped:
                         break
-        except RuntimeError:  # a tensor whose values cannot be read here (functorch transforms): skip it
+        except Exception:  # values that cannot be read here (functorch transforms): the script's run comes first
             pass
         finally:
             if grad:
@@ -218,7 +218,7 @@ class NanWatch:
                 _set_grad_enabled(False)
             try:
                 watch._node_done(name, site, dtype, sources, grad_inputs, grad_outputs)
-            except RuntimeError:
+            except Exception:  # never let the check break the backward
                 pass
             finally:
                 if grad:
@@ -252,6 +252,8 @@ class NanWatch:
             _set_grad_enabled(False)
         try:
             self._check_leaves()
+        except Exception:  # never let the check break the script
+            pass
         finally:
             if grad:
                 _set_grad_enabled(True)

@@ -21,10 +21,10 @@ import torch
 from gradcheck_l2c.record.args import flat, op_label
 from gradcheck_l2c.record.locations import Site, user_site
 from gradcheck_l2c.record.scope import Clock
+from gradcheck_l2c.record.torch_internals import set_grad_enabled as _set_grad_enabled
 from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
-_set_grad_enabled = torch._C._set_grad_enabled
 _is_grad_enabled = torch.is_grad_enabled
 _MAX_BIRTHS = 16  # distinct places recorded (Inf births that stayed Inf); the first NaN ends recording
 

@@ -113,6 +113,19 @@ RULES: tuple[Rule, ...] = (
          "where it came in from the data; an Inf that never turned into NaN is a warning.",
          "Keep the op's input inside its domain: clamp or add eps to the input (not the output), or use a stable "
          "form (logsumexp, log_softmax, F.normalize(eps=...))."),
+    Rule("GC031", "vanishing_gradient", ("warning",), False, "vanishing gradient",
+         "With --grad-stats: a layer's gradient stayed below 1e-7 of its weight's norm for the last backwards "
+         "while the loss had not converged.",
+         "Use ReLU/GELU rather than sigmoid/tanh in deep stacks, add normalisation or residual connections, or "
+         "initialise for the activation."),
+    Rule("GC032", "exploding_gradient", ("warning",), False, "exploding gradient",
+         "With --grad-stats: a layer's gradient was not finite or more than 1e3 times its weight's norm.",
+         "Clip the gradients (clip_grad_norm_), lower the learning rate, or initialise recurrent weights "
+         "orthogonally."),
+    Rule("GC033", "dead_units", ("warning",), False, "dead units",
+         "With --grad-stats: some rows of a layer's weight got exactly zero gradient at every backward while "
+         "others learned: their units are dead.",
+         "Lower the learning rate, use LeakyReLU/GELU, or initialise so that the units start active."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",
          "Remove the comment, or name the code it should silence."),

@@ -297,6 +297,7 @@ def traced_run(
     record_sites: bool,
     stream: TextIO,
     nan: bool = False,
+    grad_stats: bool = False,
     show_status: bool,
     keep_tool_frames: bool = False,
 ) -> tuple[Trace, Outcome]:
@@ -307,7 +308,7 @@ def traced_run(
     """
     from gradcheck_l2c.tracer import trace
 
-    tracer = trace(watch=watch, record_sites=record_sites, nan=nan)
+    tracer = trace(watch=watch, record_sites=record_sites, nan=nan, grad_stats=grad_stats)
     if show_status:
         status = StatusLine(stream)
         tracer.on_progress = status.update

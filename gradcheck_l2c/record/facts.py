@@ -6,6 +6,7 @@ from gradcheck_l2c.record.backwards import NonLeafRead, PendingGraph
 from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
 from gradcheck_l2c.record.events import Event, EventExtra
 from gradcheck_l2c.record.failures import BackwardFailure, Graphless, StaleSaved
+from gradcheck_l2c.record.gradstats import GradSeries
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.nonfinite import NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerRecord, StepMiss
@@ -15,7 +16,7 @@ from gradcheck_l2c.record.watch import Owner, Watched, WatchSpec
 from gradcheck_l2c.record.writes import InplaceNote
 
 __all__ = [
-    "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "Graphless",
+    "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "GradSeries", "Graphless",
     "InplaceNote", "NonFinite", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site", "StaleSaved", "StepMiss",
     "Taint", "Unregistered", "WatchSpec", "Watched",
 ]

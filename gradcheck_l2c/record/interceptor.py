@@ -40,6 +40,7 @@ class Interceptor(TorchFunctionMode):
         self.user_leaves = state.registry.user_leaves
         self.origins = state.origins
         self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
+        self.grad_stats = state.grad_stats  # --grad-stats: gradient norms after each backward (None when off)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -54,6 +55,8 @@ class Interceptor(TorchFunctionMode):
                 out = handler(self, func, args, kwargs)
                 if self.health is not None:
                     self.health.handled(handler in _BACKWARDS, func, args, kwargs, out)
+                if self.grad_stats is not None and handler is on_backward:
+                    self.grad_stats.after_backward(args)
                 return out
             out = func(*args, **kwargs)
         except RuntimeError as error:

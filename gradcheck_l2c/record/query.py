@@ -30,6 +30,7 @@ from gradcheck_l2c.record.facts import (
     WatchSpec,
 )
 from gradcheck_l2c.record.locations import module_site
+from gradcheck_l2c.record.gradstats import GradSeries, GradStats
 from gradcheck_l2c.record.nonfinite import NanWatch, NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.scope import Clock, Scope
@@ -58,6 +59,7 @@ class TraceRecord:
     _terms: TermLog
     _errors: ErrorRecorder
     _health: NanWatch | None = None
+    _grad_stats: GradStats | None = None
 
     # ---- watched tensors --------------------------------------------------------------------
 
@@ -175,6 +177,16 @@ class TraceRecord:
     def non_finite(self) -> list[NonFinite]:
         """Where NaN/Inf values were born (``--nan``), in the order they were; the first NaN ends the list."""
         return list(self._health.births) if self._health is not None else []
+
+    @property
+    def grad_series(self) -> list[GradSeries]:
+        """``--grad-stats``: each watched parameter's gradient and weight norms, backward after backward."""
+        return list(self._grad_stats.series.values()) if self._grad_stats is not None else []
+
+    @property
+    def losses(self) -> list[float]:
+        """``--grad-stats``: the loss of each backward whose root was one number."""
+        return list(self._grad_stats.losses) if self._grad_stats is not None else []
 
     @property
     def untraced(self) -> dict[tuple[str, Site | None], int]:

@@ -20,6 +20,7 @@ from gradcheck_l2c.record.ddp import DdpLog
 from gradcheck_l2c.record.discovery import discover
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.failures import FailureRecorder
+from gradcheck_l2c.record.gradstats import GradStats
 from gradcheck_l2c.record.locations import Site, attribute_site
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.nonfinite import NanWatch
@@ -42,7 +43,7 @@ class TraceState:
     """Builds the parts of one trace's record, ends them, and hands the judge a read-only view."""
 
     def __init__(self, spec: WatchSpec, record_sites: bool = False, word_failure: FailureWording | None = None,
-                 nan: bool = False):
+                 nan: bool = False, grad_stats: bool = False):
         self.spec = spec
         self.scope = Scope(record_sites)
         self.clock = Clock()
@@ -64,6 +65,7 @@ class TraceState:
         self.errors = ErrorRecorder(self.registry, self.origins)
         self._word_failure = word_failure
         self.health = NanWatch(self.clock, self.registry) if nan else None  # --nan: where NaN/Inf was born
+        self.grad_stats = GradStats(self.registry) if grad_stats else None  # --grad-stats: norms per backward
 
     def watch_requested(self) -> None:
         """Watch what the user gave by object: tensors (under the names given) and modules' parameters."""
@@ -131,4 +133,4 @@ class TraceState:
         """The read-only view the judge works from."""
         return TraceRecord(self.spec, self.registry, self.events, self.taints, self.clock, self.scope, self.backwards,
                            self.optimizers, self.writes, self.unregistered, self.ddp, self.terms, self.errors,
-                           self.health)
+                           self.health, self.grad_stats)

@@ -7,8 +7,10 @@ from gradcheck_l2c.judge.detectors import (
     autograd_error,
     cut_term,
     data_attr,
+    dead_units,
     ddp_unused,
     detach,
+    exploding_gradient,
     grad_no_graph,
     inplace_saved,
     item,
@@ -26,6 +28,7 @@ from gradcheck_l2c.judge.detectors import (
     tensor_rewrap,
     untraced_thread,
     unused_parameter,
+    vanishing_gradient,
 )
 
 CUTS = {
@@ -34,4 +37,5 @@ CUTS = {
                    non_differentiable, grad_no_graph)
 }
 SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term, non_finite)
+            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term, non_finite,
+            vanishing_gradient, exploding_gradient, dead_units)

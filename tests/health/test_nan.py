@@ -114,3 +114,14 @@ def test_pytest_option_fails_a_traced_test_at_the_line_that_made_the_nan(pyteste
     result = pytester.runpytest("--gradcheck", "--gradcheck-nan")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*test_loss.py:5: error: non_finite*"])
+
+
+def test_an_inf_mask_that_never_makes_a_nan_is_silent(tmp_path):
+    snippet = Snippet(tmp_path / "mask.py", """
+        import torch
+        scores = torch.randn(2, 4, requires_grad=True)
+        mask = torch.tensor([[False, True, False, False], [False, False, True, True]])
+        weights = scores.masked_fill(mask, float("-inf")).softmax(-1)
+        weights.sum().backward()
+        """)
+    assert not _non_finite(snippet.run(nan=True))

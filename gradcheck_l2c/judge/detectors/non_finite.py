@@ -52,6 +52,8 @@ def scan(run) -> list[Finding]:
     for birth in births:
         if birth is not cause and cause is not None and birth.site == cause.site:
             continue  # the same line's forward Inf, whose backward made the NaN
+        if birth is not cause and _FAMILY.get(birth.op) == "fill":
+            continue  # an -inf written on purpose (attention masks) matters only once it makes a NaN
         message, fix = describe(birth)
         severity = "error" if birth is cause else "warning"
         if birth is cause and not birth.is_nan:

@@ -119,12 +119,13 @@ RULES: tuple[Rule, ...] = (
          "Use ReLU/GELU rather than sigmoid/tanh in deep stacks, add normalisation or residual connections, or "
          "initialise for the activation."),
     Rule("GC032", "exploding_gradient", ("warning",), False, "exploding gradient",
-         "With --grad-stats: a layer's gradient was not finite or more than 1e3 times its weight's norm.",
+         "With --grad-stats: a layer's gradient was not finite, or grew more than 1e3 times over the run to end "
+         "above 1e3 times its weight's norm.",
          "Clip the gradients (clip_grad_norm_), lower the learning rate, or initialise recurrent weights "
          "orthogonally."),
     Rule("GC033", "dead_units", ("warning",), False, "dead units",
-         "With --grad-stats: some rows of a layer's weight got exactly zero gradient at every backward while "
-         "others learned: their units are dead.",
+         "With --grad-stats: more than half the rows of a layer's weight, not all, got exactly zero gradient at "
+         "every one of 10 or more backwards: their units are dead.",
          "Lower the learning rate, use LeakyReLU/GELU, or initialise so that the units start active."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",

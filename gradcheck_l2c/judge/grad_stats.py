@@ -1,9 +1,10 @@
 """`--grad-stats`: which parameters' gradients vanish, explode or leave units dead, from the recorded norms.
 
-The thresholds are the usual rules of thumb (the ratio of a gradient's norm to its weight's norm is the
-relative step SGD would take at learning rate 1): below ``VANISHING`` for the last ``WINDOW`` backwards while
-the loss has not converged, a layer has stopped learning; above ``EXPLODING`` (or not finite), one step would
-throw the weights far away. Only weights with two or more dimensions are judged: biases and norm scales start
+The thresholds are rules of thumb (the ratio of a gradient's norm to its weight's norm is the relative step
+SGD would take at learning rate 1): below ``VANISHING`` for the last ``WINDOW`` backwards while the loss has
+not converged, a layer has stopped learning; not finite, or grown ``EXPLODING`` times to end above
+``EXPLODING`` times the weight, the gradient explodes; more than half the rows of a weight without gradient
+over ``DEAD_BACKWARDS`` backwards are dead units. Only weights with two or more dimensions are judged: biases and norm scales start
 at 0 or 1 and say little about a layer's gradient.
 """
 from __future__ import annotations
@@ -16,7 +17,9 @@ from gradcheck_l2c.records import LayerGradients
 
 VANISHING = 1e-7  # |grad| / |weight| below this ...
 WINDOW = 3  # ... for this many last backwards at least
-EXPLODING = 1e3  # |grad| / |weight| above this at any backward
+EXPLODING = 1e3  # |grad| / |weight| above this at the last backward, after growing this many times over the run
+DEAD_BACKWARDS = 10  # dead units: rows without gradient at every one of at least this many backwards ...
+DEAD_SHARE = 0.5  # ... more than this share of the rows, not all
 CONVERGED = 1e-3  # the loss fell below this fraction of its first value: a small gradient is expected
 #: Modules whose weight rows are looked up, not computed: a row without gradient is an unused token.
 LOOKUP_TABLES = ("Embedding", "EmbeddingBag")
@@ -40,14 +43,19 @@ def vanishing(series: GradSeries, losses: list[float]) -> bool:
 
 
 def exploding(series: GradSeries) -> bool:
-    """The gradient was not finite, or above ``EXPLODING`` times its weight, at some backward."""
-    return any(not math.isfinite(g) for g in series.grad_norms) or \
-        any(r > EXPLODING for r, w in zip(_ratios(series), series.weight_norms) if w > 0)
+    """The gradient was not finite at some backward, or grew ``EXPLODING`` times over the run to end above
+    ``EXPLODING`` times its weight (a large ratio alone is how some losses are scaled, for Adam to undo)."""
+    norms = series.grad_norms
+    if any(not math.isfinite(g) for g in norms):
+        return True
+    start = next((g for g in norms if g > 0), 0.0)
+    return start > 0 and norms[-1] > EXPLODING * start and _ratios(series)[-1] > EXPLODING
 
 
 def dead_units(series: GradSeries) -> bool:
-    """Some rows, not all, never got a non-zero gradient over two or more backwards."""
-    return len(series.grad_norms) >= 2 and 0 < series.dead < series.units
+    """More than ``DEAD_SHARE`` of the rows, not all, never got a non-zero gradient in ``DEAD_BACKWARDS`` or more
+    backwards (the "dying ReLU"; a few units idle over a short run are common)."""
+    return len(series.grad_norms) >= DEAD_BACKWARDS and DEAD_SHARE * series.units < series.dead < series.units
 
 
 def judged_series(record: TraceRecord) -> list[tuple[Watched, GradSeries]]:

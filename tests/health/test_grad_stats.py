@@ -47,11 +47,11 @@ from torch import nn
 torch.manual_seed(0)
 fc = nn.Linear(4, 8)  # <- fc
 with torch.no_grad():
-    fc.bias[:3] = {bias}
+    fc.bias[:5] = {bias}
 model = nn.Sequential(fc, nn.ReLU(), nn.Linear(8, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(16, 4), torch.randn(16, 1)
-for step in range(3):
+for step in range(10):
     opt.zero_grad()
     nn.functional.mse_loss(model(x), y).backward()
     opt.step()
@@ -89,7 +89,7 @@ def test_dead_relu_units_are_counted_and_the_live_twin_is_silent(tmp_path):
     snippet = Snippet(tmp_path / "dead.py", DEAD.format(bias=-100.0))
     (finding,) = _flags(snippet.run(grad_stats=True))
     assert (finding.kind, finding.line) == ("dead_units", snippet.line("fc"))
-    assert "3 of 8" in finding.message
+    assert "5 of 8" in finding.message
     assert not _flags(Snippet(tmp_path / "live.py", DEAD.format(bias=0.1)).run(grad_stats=True))
 
 
@@ -103,7 +103,7 @@ def test_cli_writes_the_numbers_into_the_json_and_draws_the_plot(tmp_path, capsy
     report, folder = tmp_path / "report.json", tmp_path / "out"
     main(["trace", "--grad-stats", "--json", str(report), "--render", str(folder), str(script.path)])
     layers = {layer["name"]: layer for layer in json.loads(report.read_text())["grad_stats"]}
-    assert layers["Sequential.0.weight"]["dead_units"] == 3 and len(layers["Sequential.0.weight"]["grad_norms"]) == 3
+    assert layers["Sequential.0.weight"]["dead_units"] == 5 and len(layers["Sequential.0.weight"]["grad_norms"]) == 10
     assert layers["Sequential.0.weight"]["flags"] == ["dead_units"]
     assert (folder / "grad_stats.png").stat().st_size > 0
     assert "Sequential.0.weight" in capsys.readouterr().err

@@ -18,8 +18,8 @@ def scan(run) -> list[Finding]:
         found.append(run.finding(
             KIND, "warning", names(group), record.defined_at(watched),
             f"units of {names(group)} ({dead}) got exactly zero gradient at every one of "
-            f"{len(series.grad_norms)} backwards while the others learned: they are dead (a ReLU after them "
-            "never passes anything).",
+            f"{len(series.grad_norms)} backwards: more than half the layer is dead (a ReLU after it never passes "
+            "anything for them).",
             "lower the learning rate, use LeakyReLU/GELU, or initialise so that the units start active (a small "
             "positive bias).",
         ))

@@ -2,7 +2,7 @@
 
 After each backward, one call takes the norms of every watched parameter's gradient and one those of the
 weights (``torch._foreach_norm``), read back together; weights with two or more dimensions also keep, per
-unit (row), whether any backward gave it a non-zero gradient (dead ReLU units never do). The loss, when the
+unit (row), whether any backward gave it a non-zero gradient (dead ReLU units never do), until all have. The loss, when the
 backward's root is one number, is kept beside them, to tell a vanishing gradient from a converged model.
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ class GradSeries:
     backwards: list[int] = field(default_factory=list)
     units: int = 0
     reached: Any = None  # bool tensor: the rows some backward gave a non-zero gradient
+    all_reached: bool = False  # every row has had one: nothing more to check
 
     @property
     def dead(self) -> int:
@@ -86,6 +87,7 @@ class GradStats:
             series.grad_norms.append(norms[i])
             series.weight_norms.append(norms[len(keys) + i])
             series.backwards.append(self.count)
-            if series.units:
+            if series.units and not series.all_reached:
                 moved = grads[i].flatten(1).abs().amax(1) > 0
                 series.reached = moved if series.reached is None else series.reached | moved
+                series.all_reached = bool(series.reached.all())

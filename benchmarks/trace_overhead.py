@@ -1,4 +1,5 @@
-"""Traced / untraced time, side by side with anomaly mode, on three training workloads.
+"""Traced / untraced time, side by side with ``--nan`` (trace(nan=True)), ``--grad-stats`` and anomaly mode, on
+three training workloads.
 
 Workloads: reference L2C rounds (CNN, conv-bound), an op-bound MLP (20 x [Linear, LayerNorm,
 GELU], width 64, batch 8), and one step of a realworld corpus program (a TransformerEncoder
@@ -89,6 +90,14 @@ def measure(step: Callable[[], None], context: Callable[[], object], steps: int)
         return (time.perf_counter() - start) / steps
 
 
+def nan_checked():
+    return trace(nan=True)
+
+
+def grad_stats():
+    return trace(grad_stats=True)
+
+
 def anomaly():
     return torch.autograd.set_detect_anomaly(True)
 
@@ -103,17 +112,16 @@ def main() -> None:
     workloads = [("MLP 20x[Linear,LayerNorm,GELU]", mlp_workload(), args.steps),
                  ("reference L2C (CNN)", l2c_workload(), args.l2c_steps),
                  ("realworld transformer_encoder", realworld_workload(), args.steps // 4)]
-    contexts = {"untraced": nullcontext, "traced": trace, "anomaly": anomaly}
-    print(f"{'workload':34} {'untraced':>10} {'traced':>8} {'anomaly':>8}")
+    contexts = {"untraced": nullcontext, "traced": trace, "nan": nan_checked, "stats": grad_stats, "anomaly": anomaly}
+    print(f"{'workload':34} {'untraced':>10} {'traced':>8} {'--nan':>8} {'stats':>8} {'anomaly':>8}")
     for name, step, steps in workloads:
         times: dict[str, list[float]] = {label: [] for label in contexts}
         for _ in range(args.rounds):
             for label, context in contexts.items():
                 times[label].append(measure(step, context, steps))
         base = statistics.median(times["untraced"])
-        traced = statistics.median(times["traced"]) / base
-        slow = statistics.median(times["anomaly"]) / base
-        print(f"{name:34} {base * 1e3:8.2f}ms {traced:7.2f}x {slow:7.2f}x")
+        ratios = [statistics.median(times[label]) / base for label in ("traced", "nan", "stats", "anomaly")]
+        print(f"{name:34} {base * 1e3:8.2f}ms " + " ".join(f"{ratio:7.2f}x" for ratio in ratios))
 
 
 if __name__ == "__main__":

@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--fail-on", choices=("error", "warning", "never"), default="error",
                        help="lowest severity that makes the exit status 1 (default: %(default)s)")
     trace.add_argument("--max-findings", type=_count, metavar="N", help="list at most N entries")
+    trace.add_argument("--nan", action="store_true", help="also find where the first NaN or Inf was born")
+    trace.add_argument("--grad-stats", action="store_true", help="also keep gradient norms per layer: vanishing, "
+                       "exploding, dead units; the numbers in --json, a plot in --render DIR")
     trace.add_argument("--render", metavar="DIR",
                        help="draw the graphs where gradients went missing into DIR")
     trace.add_argument("--html", metavar="DIR",
@@ -257,6 +260,7 @@ def _trace_command(options: argparse.Namespace) -> int:
         runner,
         watch=options.watch,
         record_sites=bool(options.render or options.html),
+        nan=options.nan, grad_stats=options.grad_stats,
         stream=stderr,
         show_status=not options.quiet and is_terminal(stderr) and env is None,
         keep_tool_frames=options.verbose,
@@ -286,6 +290,9 @@ def _trace_command(options: argparse.Namespace) -> int:
     code = status
     if env is None:
         code = report(findings, watched, status, "", True)
+    if options.grad_stats and env is None:
+        from gradcheck_l2c.present.gradstats import write_grad_stats
+        code = max(code, write_grad_stats(tracer.grad_stats, options))
     if options.render or options.html:
         from gradcheck_l2c.present.drawn import write_drawn
 

@@ -23,7 +23,8 @@ Options: ``--gradcheck`` traces every test as if it had the marker (tests that u
 trace themselves; traces do not nest, so a test that starts its own ``trace()`` or calls
 ``assert_grad_flows`` should not run under it); ``--gradcheck-render DIR`` writes the graphs of
 failing traced tests to ``DIR/<test id>/``, and ``--gradcheck-html DIR`` their HTML report (findings, the
-source with the cut lines marked, the graphs) to ``DIR/<test id>/index.html``. When a traced test fails for another reason, its
+source with the cut lines marked, the graphs) to ``DIR/<test id>/index.html``; ``--gradcheck-nan`` also
+finds where the first NaN or Inf of a traced test was born. When a traced test fails for another reason, its
 report is attached to the failure as a "gradcheck" section.
 """
 from __future__ import annotations
@@ -127,6 +128,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="trace every test and fail those in which a gradient was cut",
     )
     group.addoption(
+        "--gradcheck-nan",
+        action="store_true",
+        default=False,
+        help="in traced tests, also find where the first NaN or Inf was born (non_finite findings)",
+    )
+    group.addoption(
         "--gradcheck-render",
         metavar="DIR",
         default=None,
@@ -226,12 +233,13 @@ def _plan(item: pytest.Item) -> _Plan | None:
 
     # forward lines on the drawn nodes
     sites = bool(item.config.getoption("gradcheck_render") or item.config.getoption("gradcheck_html"))
+    nan = bool(item.config.getoption("gradcheck_nan"))
     if marker is None:
-        return _Plan(trace(record_sites=sites), "error")
+        return _Plan(trace(record_sites=sites, nan=nan), "error")
     problem = _marker_problem(marker, uses_fixture)
     if problem is None:
         try:
-            return _Plan(trace(watch=marker.kwargs.get("watch"), record_sites=sites),
+            return _Plan(trace(watch=marker.kwargs.get("watch"), record_sites=sites, nan=nan),
                          marker.kwargs.get("fail_on", "error"))
         except (UsageError, TypeError) as err:
             problem = str(err)

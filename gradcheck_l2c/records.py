@@ -94,6 +94,27 @@ class WatchedTensor:
 
 
 @dataclass(frozen=True)
+class LayerGradients:
+    """``--grad-stats``: one parameter's gradient over the run. ``grad_norms[i]`` and ``weight_norms[i]`` at
+    backward ``backwards[i]``; ``units`` rows of a weight (0 for a vector), ``dead`` of them never got a
+    non-zero gradient; ``flags`` the kinds found about it (``vanishing_gradient``, ...)."""
+
+    name: str
+    shape: tuple[int, ...]
+    backwards: tuple[int, ...]
+    grad_norms: tuple[float, ...]
+    weight_norms: tuple[float, ...]
+    units: int = 0
+    dead: int = 0
+    flags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "backwards": list(self.backwards),
+                "grad_norms": list(self.grad_norms), "weight_norms": list(self.weight_norms),
+                "units": self.units, "dead_units": self.dead, "flags": list(self.flags)}
+
+
+@dataclass(frozen=True)
 class Cut:
     """A finding placed on an autograd graph, for rendering.
 

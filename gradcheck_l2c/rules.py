@@ -112,6 +112,26 @@ RULES: tuple[Rule, ...] = (
          "learning rate of 0 at every step, or a gradient masked to zero before each step.",
          "Give its parameter group a learning rate above 0 (check the scheduler's first factor), or stop zeroing "
          "its gradient between backward() and step()."),
+    Rule("GC030", "non_finite", ("error", "warning"), False, "NaN/Inf",
+         "With --nan: the first NaN, forward or backward, at the line of the op that made it from finite values "
+         "(log of 0, 0/0, sqrt at 0 in backward, the masked branch of torch.where, float16 overflow in exp), or "
+         "where it came in from the data; an Inf that never turned into NaN is a warning.",
+         "Keep the op's input inside its domain: clamp or add eps to the input (not the output), or use a stable "
+         "form (logsumexp, log_softmax, F.normalize(eps=...))."),
+    Rule("GC031", "vanishing_gradient", ("warning",), False, "vanishing gradient",
+         "With --grad-stats: a layer's gradient stayed below 1e-7 of its weight's norm for the last backwards "
+         "while the loss had not converged.",
+         "Use ReLU/GELU rather than sigmoid/tanh in deep stacks, add normalisation or residual connections, or "
+         "initialise for the activation."),
+    Rule("GC032", "exploding_gradient", ("warning",), False, "exploding gradient",
+         "With --grad-stats: a layer's gradient was not finite, or grew more than 1e3 times over the run to end "
+         "above 1e3 times its weight's norm.",
+         "Clip the gradients (clip_grad_norm_), lower the learning rate, or initialise recurrent weights "
+         "orthogonally."),
+    Rule("GC033", "dead_units", ("warning",), False, "dead units",
+         "With --grad-stats: more than half the rows of a layer's weight, not all, got exactly zero gradient at "
+         "every one of 10 or more backwards: their units are dead.",
+         "Lower the learning rate, use LeakyReLU/GELU, or initialise so that the units start active."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",
          "Remove the comment, or name the code it should silence."),

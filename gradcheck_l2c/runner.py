@@ -296,6 +296,8 @@ def traced_run(
     watch: list[str] | None,
     record_sites: bool,
     stream: TextIO,
+    nan: bool = False,
+    grad_stats: bool = False,
     show_status: bool,
     keep_tool_frames: bool = False,
 ) -> tuple[Trace, Outcome]:
@@ -306,7 +308,7 @@ def traced_run(
     """
     from gradcheck_l2c.tracer import trace
 
-    tracer = trace(watch=watch, record_sites=record_sites)
+    tracer = trace(watch=watch, record_sites=record_sites, nan=nan, grad_stats=grad_stats)
     if show_status:
         status = StatusLine(stream)
         tracer.on_progress = status.update

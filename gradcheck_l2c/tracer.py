@@ -41,12 +41,12 @@ class Trace:
     ``watch``: None (every parameter of the modules built or used during the trace and every leaf
     created with ``requires_grad=True``), or names/globs (``"alpha"``, ``"*.alpha"``,
     ``"model.fc1.*"``), tensors, modules, or a list of them. ``record_sites`` stores the forward
-    line of every autograd node, for rendering (a little slower).
+    line of every autograd node, for rendering (a little slower); ``nan`` and ``grad_stats``: see `trace`.
     """
 
-    def __init__(self, watch: Any = None, *, record_sites: bool = False) -> None:
+    def __init__(self, watch: Any = None, *, record_sites: bool = False, nan: bool = False, grad_stats: bool = False) -> None:
         self._spec = WatchSpec.parse(watch)
-        self.record_sites = record_sites
+        self.record_sites, self.checks = record_sites, {"nan": nan, "grad_stats": grad_stats}  # checks: TraceState's
         self.on_progress: Callable[[int, int], None] | None = None  # (backward calls, tensors missing)
         self._state: Any = None
         self._mode: Any = None
@@ -105,7 +105,7 @@ class Trace:
         from gradcheck_l2c.record.patches import Patches
         from gradcheck_l2c.record.state import TraceState
 
-        state = TraceState(self._spec, record_sites=self.record_sites, word_failure=word_failure)
+        state = TraceState(self._spec, record_sites=self.record_sites, word_failure=word_failure, **self.checks)
         self._state, self._verdict = state, None
         state.watch_requested()
         state.discover(user_frame(1))
@@ -118,8 +118,7 @@ class Trace:
         return self
 
     def _stop(self) -> None:
-        """Undo whatever `_start` did, newest first. Every step may run again: an interrupt may cut a
-        pass short, and the next pass finishes it."""
+        """Undo whatever `_start` did, newest first; each step may run again (an interrupted pass is finished)."""
         if self._mode is not None and self._mode in mode_stack():
             self._mode.__exit__(None, None, None)
         if self._patches is not None:
@@ -173,6 +172,9 @@ class Trace:
             self._verdict.graphs.clear()
         if self._state is not None:
             self._state.backwards.graphs.clear()
+
+    grad_stats = property(lambda self: list(getattr(self._current(), "layers", [])),
+                          doc="With ``grad_stats=True``: each parameter's gradient norms over the run (``LayerGradients``).")
 
     @property
     def unmatched_patterns(self) -> list[str]:
@@ -259,9 +261,10 @@ def disabled_by_environment() -> bool:
     return False
 
 
-def trace(watch: Any = None, *, record_sites: bool = False) -> Trace:
-    """Start describing a trace: ``with trace(watch=["alpha"]) as t: train()`` or ``@trace()``."""
-    return Trace(watch, record_sites=record_sites)
+def trace(watch: Any = None, *, record_sites: bool = False, nan: bool = False, grad_stats: bool = False) -> Trace:
+    """Start describing a trace: ``with trace(watch=["alpha"]) as t: train()`` or ``@trace()``;
+    ``nan=True`` also says where the first NaN or Inf was born, ``grad_stats=True`` keeps gradient norms."""
+    return Trace(watch, record_sites=record_sites, nan=nan, grad_stats=grad_stats)
 
 
 def _refuse_pieces(function: Callable[..., Any]) -> None:

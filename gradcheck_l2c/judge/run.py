@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
+from gradcheck_l2c.judge.grad_stats import layer_gradients
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.record.facts import Event, Site, StepMiss, Watched
 from gradcheck_l2c.record.query import TraceRecord
-from gradcheck_l2c.records import CapturedGraph, Cut, Finding, Related, WatchedTensor
+from gradcheck_l2c.records import CapturedGraph, Cut, Finding, LayerGradients, Related, WatchedTensor
 from gradcheck_l2c.rules import KINDS as _ALL_KINDS
 from gradcheck_l2c.rules import rule_for
 
@@ -146,6 +147,7 @@ class Verdict:
     graphs: list[CapturedGraph]
     unmatched: list[str]
     names: list[str]
+    layers: list[LayerGradients]  # --grad-stats: each parameter's gradient norms over the run
 
 
 def judge(record: TraceRecord) -> Verdict:
@@ -200,7 +202,8 @@ def judge(record: TraceRecord) -> Verdict:
     names = sorted({w.name for w in record.watched()})
     findings = _unique(run.findings)
     findings = apply_suppressions(findings, touched_files(record, findings))
-    return Verdict(findings, watched, [g for g in graphs if g is not None], unmatched, names)
+    return Verdict(findings, watched, [g for g in graphs if g is not None], unmatched, names,
+                   layer_gradients(record))
 
 
 def value_cuts(record: TraceRecord, value: Any) -> list[Finding]:

@@ -7,7 +7,9 @@ from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
 from gradcheck_l2c.record.events import Event, EventExtra
 from gradcheck_l2c.record.failures import BackwardFailure, Graphless, StaleSaved
 from gradcheck_l2c.record.gradient_use import UnreadBackward
+from gradcheck_l2c.record.gradstats import GradSeries
 from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.nonfinite import NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerRecord, StepMiss
 from gradcheck_l2c.record.taint import Chain, Taint
 from gradcheck_l2c.record.terms import TakenGradient
@@ -17,7 +19,8 @@ from gradcheck_l2c.record.watch import Owner, Watched, WatchSpec
 from gradcheck_l2c.record.writes import InplaceNote
 
 __all__ = [
-    "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "Graphless",
-    "InplaceNote", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site", "StaleSaved", "StepMiss",
-    "TakenGradient", "Taint", "Unchanged", "Unregistered", "UnreadBackward", "WatchSpec", "Watched",
+    "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "GradSeries",
+    "Graphless", "InplaceNote", "NonFinite", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site",
+    "StaleSaved", "StepMiss", "TakenGradient", "Taint", "Unchanged", "Unregistered", "UnreadBackward", "WatchSpec",
+    "Watched",
 ]

@@ -40,6 +40,8 @@ class Interceptor(TorchFunctionMode):
         self.user_leaves = state.registry.user_leaves
         self.terms = state.terms
         self.origins = state.origins
+        self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
+        self.grad_stats = state.grad_stats  # --grad-stats: gradient norms after each backward (None when off)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -51,12 +53,19 @@ class Interceptor(TorchFunctionMode):
         state = self.state
         try:
             if handler is not None:
-                return handler(self, func, args, kwargs)
+                out = handler(self, func, args, kwargs)
+                if self.health is not None:
+                    self.health.handled(handler in _BACKWARDS, func, args, kwargs, out)
+                if self.grad_stats is not None and handler is on_backward:
+                    self.grad_stats.after_backward(args)
+                return out
             out = func(*args, **kwargs)
         except RuntimeError as error:
             if handler not in _BACKWARDS:  # those were recorded as refused backwards
                 state.op_failed(error, func, args, kwargs)
             raise
+        if self.health is not None:
+            self.health.forward(func, args, kwargs, out)
         if self.writes.snapshots:
             self.writes.check_snapshots(func, args)
         taints = state.taints
@@ -95,4 +104,5 @@ class Interceptor(TorchFunctionMode):
             if origins.recording and len(dead) < len(out):
                 origins.made(out)
         return out
+
 

@@ -30,6 +30,8 @@ from gradcheck_l2c.record.facts import (
     WatchSpec,
 )
 from gradcheck_l2c.record.locations import module_site
+from gradcheck_l2c.record.gradstats import GradSeries, GradStats
+from gradcheck_l2c.record.nonfinite import NanWatch, NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.scope import Clock, Scope
 from gradcheck_l2c.record.taint import TaintStore
@@ -58,6 +60,8 @@ class TraceRecord:
     _ddp: DdpLog
     _terms: TermLog
     _errors: ErrorRecorder
+    _health: NanWatch | None = None
+    _grad_stats: GradStats | None = None
 
     # ---- watched tensors --------------------------------------------------------------------
 
@@ -84,17 +88,8 @@ class TraceRecord:
         return module_site(module) if module is not None else None
 
     def placements(self, watched: Watched) -> list[tuple[int, Site]]:
-        """The module holding the tensor and its ancestors that user code set as attributes during the trace
-        (id, the line that set it), the holder first, up to the first one not set so."""
-        placed, chain = self._registry.placed, []
-        ident = watched.owner.holder if watched.owner is not None else None
-        while ident in placed and len(chain) < 64:
-            site, parent = placed[ident]
-            if site is None:
-                break
-            chain.append((ident, site))
-            ident = parent
-        return chain
+        """The modules on the way to the tensor that user code set as attributes (`WatchRegistry.placements`)."""
+        return self._registry.placements(watched)
 
     def made_in_trace(self, tensor: Any) -> bool:
         """Whether a live Parameter was made while the trace ran (``nn.Parameter(...)``, a layer's init)."""
@@ -193,6 +188,26 @@ class TraceRecord:
     @property
     def unregistered(self) -> dict[tuple[str, str], Unregistered]:
         return self._unregistered.found
+
+    @property
+    def nan_checked(self) -> bool:
+        """Whether the run was checked for NaN/Inf (``--nan``)."""
+        return self._health is not None
+
+    @property
+    def non_finite(self) -> list[NonFinite]:
+        """Where NaN/Inf values were born (``--nan``), in the order they were; the first NaN ends the list."""
+        return list(self._health.births) if self._health is not None else []
+
+    @property
+    def grad_series(self) -> list[GradSeries]:
+        """``--grad-stats``: each watched parameter's gradient and weight norms, backward after backward."""
+        return list(self._grad_stats.series.values()) if self._grad_stats is not None else []
+
+    @property
+    def losses(self) -> list[float]:
+        """``--grad-stats``: the loss of each backward whose root was one number."""
+        return list(self._grad_stats.losses) if self._grad_stats is not None else []
 
     @property
     def untraced(self) -> dict[tuple[str, Site | None], int]:

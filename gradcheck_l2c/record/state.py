@@ -3,7 +3,7 @@
 Each part has one duty (`watch.py` what is watched, `cuts.py` cuts and taint, `backwards.py` what each
 backward reached, `optimizers.py` the steps, `writes.py` in-place writes and snapshots, `failures.py`
 refused backwards, `unregistered.py` tensors modules hold unregistered, `ddp.py` DistributedDataParallel,
-`terms.py` loss terms without gradient, `scope.py` the thread and the clock, `origins.py` the lines that made
+`terms.py` loss terms without gradient, `nonfinite.py` where NaN/Inf was born (``--nan``), `scope.py` the thread and the clock, `origins.py` the lines that made
 early autograd nodes, `autograd_errors.py` autograd's own errors). The interceptor and the patches report to
 the parts; the judge reads them only through `query.TraceRecord`.
 """
@@ -20,8 +20,10 @@ from gradcheck_l2c.record.ddp import DdpLog
 from gradcheck_l2c.record.discovery import discover
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.failures import FailureRecorder
+from gradcheck_l2c.record.gradstats import GradStats
 from gradcheck_l2c.record.locations import Site, attribute_site
 from gradcheck_l2c.record.names import resolve_names
+from gradcheck_l2c.record.nonfinite import NanWatch
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.query import TraceRecord
@@ -41,7 +43,8 @@ FailureWording = Callable[[AutogradError], "str | None"]
 class TraceState:
     """Builds the parts of one trace's record, ends them, and hands the judge a read-only view."""
 
-    def __init__(self, spec: WatchSpec, record_sites: bool = False, word_failure: FailureWording | None = None):
+    def __init__(self, spec: WatchSpec, record_sites: bool = False, word_failure: FailureWording | None = None,
+                 nan: bool = False, grad_stats: bool = False):
         self.spec = spec
         self.scope = Scope(record_sites)
         self.clock = Clock()
@@ -63,6 +66,8 @@ class TraceState:
         self.origins = Origins()
         self.errors = ErrorRecorder(self.registry, self.origins)
         self._word_failure = word_failure
+        self.health = NanWatch(self.clock, self.registry) if nan else None  # --nan: where NaN/Inf was born
+        self.grad_stats = GradStats(self.registry) if grad_stats else None  # --grad-stats: norms per backward
 
     def watch_requested(self) -> None:
         """Watch what the user gave by object: tensors (under the names given) and modules' parameters."""
@@ -130,4 +135,5 @@ class TraceState:
     def record(self) -> TraceRecord:
         """The read-only view the judge works from."""
         return TraceRecord(self.spec, self.registry, self.events, self.taints, self.clock, self.scope, self.backwards,
-                           self.optimizers, self.writes, self.unregistered, self.ddp, self.terms, self.errors)
+                           self.optimizers, self.writes, self.unregistered, self.ddp, self.terms, self.errors,
+                           self.health, self.grad_stats)

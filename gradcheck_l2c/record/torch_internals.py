@@ -18,6 +18,9 @@ PRIVATE_NAMES: dict[str, str] = {
                                      "interceptor",
     "torch.overrides._get_current_function_mode_stack": "whether the tracer's mode is still on the stack, so "
                                                         "that an interrupted exit can run again",
+    "torch._C._set_grad_enabled": "--nan's check after every op turns gradients off in one call, without "
+                                  "building a context manager",
+    "torch._foreach_norm": "--grad-stats takes the norms of every gradient and weight in one call per backward",
 }
 #: Internal attributes of torch objects (not module-level names), and why.
 PRIVATE_ATTRIBUTES: dict[str, str] = {
@@ -75,3 +78,10 @@ def function_class(node: Any) -> Any:
 def own_parameters(module: torch.nn.Module) -> dict[str, Any]:
     """The parameters a module registered itself."""
     return module._parameters
+
+
+#: Turns grad mode on or off in one call: ``--nan``'s check after every op runs with gradients off.
+set_grad_enabled = torch._C._set_grad_enabled
+
+#: The norm of each tensor of a list in one call: ``--grad-stats``'s per-backward gradient and weight norms.
+foreach_norm = torch._foreach_norm

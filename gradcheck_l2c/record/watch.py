@@ -193,6 +193,19 @@ class WatchRegistry:
         by_id[ident] = watched
         return watched
 
+    def placements(self, watched: Watched) -> list[tuple[int, Site]]:
+        """The module holding the tensor and its ancestors that user code set as attributes during the trace
+        (id, the line that set it), the holder first, up to the first one not set so."""
+        chain: list[tuple[int, Site]] = []
+        ident = watched.owner.holder if watched.owner is not None else None
+        while ident in self.placed and len(chain) < 64:
+            site, parent = self.placed[ident]
+            if site is None:
+                break
+            chain.append((ident, site))
+            ident = parent
+        return chain
+
     def watch_leaf(self, tensor: torch.Tensor, site: Site | None, owner: tuple[nn.Module, str] | None = None,
                    explicit: bool = False, user_leaf: bool = False) -> None:
         """Watch a leaf that requires grad; a post-accumulate hook tells when it gets a gradient.

@@ -7,8 +7,10 @@ from gradcheck_l2c.judge.detectors import (
     autograd_error,
     cut_term,
     data_attr,
+    dead_units,
     ddp_unused,
     detach,
+    exploding_gradient,
     grad_no_graph,
     inplace_saved,
     item,
@@ -17,6 +19,7 @@ from gradcheck_l2c.judge.detectors import (
     no_grad,
     no_update,
     non_differentiable,
+    non_finite,
     non_leaf_watched,
     non_parameter_tensor,
     numpy_,
@@ -26,6 +29,7 @@ from gradcheck_l2c.judge.detectors import (
     tensor_rewrap,
     untraced_thread,
     unused_parameter,
+    vanishing_gradient,
 )
 
 CUTS = {
@@ -34,4 +38,5 @@ CUTS = {
                    non_differentiable, grad_no_graph)
 }
 SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term, no_update)
+            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term, no_update, non_finite,
+            vanishing_gradient, exploding_gradient, dead_units)

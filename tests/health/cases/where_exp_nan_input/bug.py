@@ -1,0 +1,9 @@
+import torch
+
+x_th = torch.tensor(10)
+x = torch.tensor([1.0, float("nan"), 1e10], requires_grad=True)
+b = torch.tensor(1)
+x_out = torch.where(x <= x_th, torch.exp(x), b)  # <- nan
+l = x_out.sum()
+l.backward()
+print(x.grad)

@@ -1,0 +1,6 @@
+import torch
+
+xt = torch.tensor([-1.0, -4.0], dtype=torch.float32, requires_grad=True)
+y = torch.where(xt > 0, torch.sqrt(xt), xt).sum()  # <- nan
+y.backward()
+print(xt.grad)

@@ -26,6 +26,7 @@ from gradcheck_l2c.record.state import TraceState
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
+_is_compiling = torch.compiler.is_compiling
 _BACKWARDS = (on_backward, on_autograd_grad)
 
 
@@ -43,6 +44,8 @@ class Interceptor(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
+        if _is_compiling():  # dynamo is tracing a compiled region: step aside (see README, torch.compile)
+            return func(*args, **kwargs)
         scope = self.scope
         if scope.quiet:
             return func(*args, **kwargs)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from gradcheck_l2c.records import Finding
 
 KIND = "unused_parameter"
+#: The autograd node of a graph torch.compile built (AOTAutograd): the ops inside ran compiled.
+COMPILED_NODE = "CompiledFunctionBackward"
 
 
 def scan(run) -> list[Finding]:
@@ -23,6 +25,16 @@ def scan(run) -> list[Finding]:
             continue  # not meant to learn, or no backward ran since it was made
         site = record.defined_at(watched)
         consumer = record.consumer(watched.key)
+        if consumer == COMPILED_NODE:
+            found.append(run.finding(
+                "non_differentiable", "error" if expected else "warning", watched.name, site,
+                f"{watched.name} is in the loss's graph, but the graph torch.compile built ({consumer}) passed it "
+                "no gradient: a cut inside compiled code, whose operations this backend runs out of the tracer's "
+                "sight.",
+                'find the cut\'s line by tracing with torch.compile(..., backend="eager") or without torch.compile, '
+                "then remove it.",
+            ))
+            continue
         if consumer is not None:
             found.append(run.finding(
                 "non_differentiable", "error" if expected else "warning", watched.name, site,

@@ -231,9 +231,10 @@ def _trace_command(options: argparse.Namespace) -> int:
         options.sarif = output_file(options.sarif, "--sarif")
     if options.gitlab_codequality:
         options.gitlab_codequality = output_file(options.gitlab_codequality, "--gitlab-codequality")
-    distinct_outputs(options.script, {option: path for option, path in (
+    outputs = {option: path for option, path in (
         ("--json", options.json), ("--sarif", options.sarif), ("--gitlab-codequality", options.gitlab_codequality))
-        if path})
+        if path}
+    distinct_outputs(options.script, outputs)
     output_format = options.output_format or default_output_format(stderr)
     root = repository_root(os.getcwd())  # before the script can change the working folder
     if options.render:
@@ -254,6 +255,8 @@ def _trace_command(options: argparse.Namespace) -> int:
     except SyntaxError as exc:
         show_exception(exc)
         return EXIT_FINDINGS
+    if options.module:  # its file is known now
+        distinct_outputs(runner.filename, outputs)
     if env is not None:
         env.register()
 

@@ -268,6 +268,7 @@ def _trace_command(options: argparse.Namespace) -> int:
         show_status=not options.quiet and is_terminal(stderr) and env is None,
         keep_tool_frames=options.verbose,
     )
+    stderr = sys.stderr if getattr(stderr, "closed", False) else stderr  # the script closed it: a new one
     if tracer.forked:  # a child the script forked ended: it exits with its own status; the parent reports
         return exit_code(outcome, (), "never")
     findings, watched = tracer.findings, tracer.watched

@@ -316,6 +316,7 @@ def traced_run(
     else:
         outcome = run_script(runner, tracer)
     _flush(sys.stdout)
+    _reopen_stderr()
     if outcome.exception is not None:
         show_exception(outcome.exception, keep_tool_frames=keep_tool_frames)
     return tracer, outcome
@@ -330,6 +331,17 @@ def exit_code(outcome: Outcome, findings: Sequence[Any], fail_on: str) -> int:
     if outcome.exit_status:
         return outcome.exit_status
     return EXIT_FINDINGS if fails(findings, fail_on) else EXIT_OK
+
+
+def _reopen_stderr() -> None:
+    """A script that closed ``sys.stderr`` (Python's stream; file descriptor 2 stays open) still gets the
+    report: ``sys.stderr`` becomes a new stream on descriptor 2, or on nothing if that was closed too."""
+    if not getattr(sys.stderr, "closed", False):
+        return
+    try:
+        sys.stderr = os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace")
+    except OSError:
+        sys.stderr = open(os.devnull, "w")
 
 
 def _flush(stream: TextIO) -> None:

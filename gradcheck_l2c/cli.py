@@ -28,6 +28,7 @@ from gradcheck_l2c.present.sarifreport import sarif_document, write_sarif
 from gradcheck_l2c.present.textreport import format_report, summary_line
 from gradcheck_l2c.records import Finding, WatchedTensor, fails
 from gradcheck_l2c.rules import RULES
+from gradcheck_l2c.termination import Terminated
 from gradcheck_l2c.runner import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         "script; everything after the script's name is passed to the script.",
         epilog="exit status: 0 when no finding reaches the --fail-on level; 1 when one does or the script "
         "raised an exception; the script's own non-zero exit status as it is; 2 for a usage error; "
-        "130 after Ctrl-C.",
+        "130 after Ctrl-C; 143 after SIGTERM.",
         allow_abbrev=False,
     )
     trace.add_argument("-m", dest="module", metavar="MODULE",
@@ -286,8 +287,9 @@ def _trace_command(options: argparse.Namespace) -> int:
         if ended:  # the check was vacuous, as the API's UsageError says
             return EXIT_USAGE
     if outcome.exception is not None:
-        print(f"{PROG}: the script stopped with {type(outcome.exception).__name__}; "
-              "the report covers what ran before.", file=stderr)
+        how = "was stopped by SIGTERM" if isinstance(outcome.exception, Terminated) else \
+            f"stopped with {type(outcome.exception).__name__}"
+        print(f"{PROG}: the script {how}; the report covers what ran before.", file=stderr)
     argv = [runner.argv0, *runner.args]
     report = _reporter(options, runner.filename, argv, output_format, root)
     code = status

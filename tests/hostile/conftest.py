@@ -28,6 +28,7 @@ def read_torch_state() -> dict[str, object]:
         "Function.apply": torch.autograd.Function.__dict__["apply"],
         "warnings.showwarning": warnings.showwarning,
         "SIGINT handler": signal.getsignal(signal.SIGINT),
+        "SIGTERM handler": signal.getsignal(signal.SIGTERM),
         "parameter hooks": len(module_hooks._global_parameter_registration_hooks),
         "module hooks": len(module_hooks._global_module_registration_hooks),
         "forward pre-hooks": len(module_hooks._global_forward_pre_hooks),

@@ -36,6 +36,10 @@ def active_trace() -> "Trace | None":
 class Trace:
     """Watch tensors while code runs; afterwards ``findings`` says why any of them got no gradient.
 
+    A trace entered while another runs in the same thread (a script's own ``with trace():`` under
+    ``gradcheck-l2c trace`` or ``pytest --gradcheck``) joins it: it installs nothing, the running trace
+    records, and this one judges that record by its own ``watch`` (so it also covers what ran before it).
+
     ``watch``: None (every parameter of the modules built or used during the trace and every leaf
     created with ``requires_grad=True``), or names/globs (``"alpha"``, ``"*.alpha"``,
     ``"model.fc1.*"``), tensors, modules, or a list of them. ``record_sites`` stores the forward
@@ -52,6 +56,7 @@ class Trace:
         self._verdict: Any = None
         self._disabled = False
         self._guard: InterruptGuard | None = None
+        self._joined: Trace | None = None  # the trace this one joined
 
     # ---- running ---------------------------------------------------------------------------
 
@@ -93,7 +98,9 @@ class Trace:
         self._disabled = disabled_by_environment()
         if self._disabled:
             return self
-        _claim(self)
+        running = _claim(self)
+        if running is not None:
+            return self._join(running)
         self._guard = InterruptGuard(self, Trace.__enter__.__code__, Trace.__exit__.__code__)
         self._guard.install()
         from gradcheck_l2c.judge.backward_error import word_failure
@@ -114,6 +121,13 @@ class Trace:
         self._guard.stop_holding()  # installed: a Ctrl-C held meanwhile is raised now, and undoes it all
         return self
 
+    def _join(self, running: "Trace") -> "Trace":
+        """Share the running trace's record instead of installing a second mode on top of its own."""
+        self._joined, self._verdict = running, None
+        self._state = running._state
+        self._state.watch_requested(self._spec)
+        return self
+
     def _stop(self) -> None:
         """Undo whatever `_start` did, newest first. Every step may run again: an interrupt may cut a
         pass short, and the next pass finishes it."""
@@ -121,7 +135,7 @@ class Trace:
             self._mode.__exit__(None, None, None)
         if self._patches is not None:
             self._patches.restore()
-        if self._state is not None:
+        if self._state is not None and self._joined is None:
             self._state.end()
         _release(self)
         if self._guard is not None:
@@ -136,7 +150,7 @@ class Trace:
 
         with functions_off():
             self._state.finish()
-            return judge(self._state.record())
+            return judge(self._state.record(self._spec))
 
     def _current(self) -> Any:
         if self._verdict is not None:
@@ -262,9 +276,10 @@ def _refuse_pieces(function: Callable[..., Any]) -> None:
         )
 
 
-def _claim(tracer: Trace) -> None:
-    """Make ``tracer`` the active trace; one at a time, in one thread (torch-function modes are per
-    thread, so a second thread's trace would see the first one's patches and none of its calls).
+def _claim(tracer: Trace) -> "Trace | None":
+    """Make ``tracer`` the active trace, or return the trace already running in this thread (to join);
+    one at a time, in one thread (torch-function modes are per thread, so a second thread's trace would see
+    the first one's patches and none of its calls).
 
     ``dict.setdefault`` is one atomic step: of two threads entering at once, exactly one wins, and
     unlike a lock there is nothing an interrupt could leave held.
@@ -272,17 +287,14 @@ def _claim(tracer: Trace) -> None:
     ident = threading.get_ident()
     winner, thread = _slot.setdefault("active", (tracer, ident))
     if winner is tracer:
-        return
+        return None
     if thread != ident:
         raise ConcurrentTraceError(
             f"a gradcheck_l2c trace is already running in thread {_thread_name(thread)}; PyTorch's "
             "torch-function modes are per thread, so one trace runs at a time: trace the threads one "
             "after another, or the whole program from one thread"
         )
-    raise NestedTraceError(
-        "a gradcheck_l2c trace is already running; nested traces are not supported "
-        "(watch more tensors in the outer trace instead)"
-    )
+    return winner
 
 
 def _release(tracer: Trace) -> None:

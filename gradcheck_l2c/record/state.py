@@ -62,9 +62,10 @@ class TraceState:
         self.errors = ErrorRecorder(self.registry, self.origins)
         self._word_failure = word_failure
 
-    def watch_requested(self) -> None:
-        """Watch what the user gave by object: tensors (under the names given) and modules' parameters."""
-        spec, registry = self.spec, self.registry
+    def watch_requested(self, spec: WatchSpec | None = None) -> None:
+        """Watch what the user gave by object (to this trace, or to ``spec``'s joined trace): tensors (under
+        the names given) and modules' parameters."""
+        spec, registry = spec or self.spec, self.registry
         for tensor in spec.tensors:
             if tensor.is_leaf:
                 registry.watch_leaf(tensor, None, explicit=True)
@@ -124,7 +125,7 @@ class TraceState:
         """Remove the hooks on watched tensors (the trace stops)."""
         self.registry.unhook()
 
-    def record(self) -> TraceRecord:
-        """The read-only view the judge works from."""
-        return TraceRecord(self.spec, self.registry, self.events, self.taints, self.clock, self.scope, self.backwards,
+    def record(self, spec: WatchSpec | None = None) -> TraceRecord:
+        """The read-only view the judge works from; ``spec``: judge what another (joined) trace asked for."""
+        return TraceRecord(spec or self.spec, self.registry, self.events, self.taints, self.clock, self.scope, self.backwards,
                            self.optimizers, self.writes, self.unregistered, self.ddp, self.terms, self.errors)

@@ -107,6 +107,11 @@ RULES: tuple[Rule, ...] = (
          "Change the line named: .detach() a value carried across iterations, reduce the loss with .mean(), "
          "update leaves under torch.no_grad(), use no_grad instead of inference_mode, return one gradient per "
          "forward input."),
+    Rule("GC022", "untraced_process", ("warning",), False, "untraced_process",
+         "Child processes started with multiprocessing (Process, Pool, ProcessPoolExecutor, torch.multiprocessing) "
+         "ran untraced: a gradient cut inside them is not in the report.",
+         "Trace the training code in the process that runs it (with gradcheck_l2c.trace() in the worker), or run "
+         "it in the main process while checking gradients; use --nproc-per-node for torchrun-style ranks."),
     Rule("GC900", "unused_suppression", ("info",), False, "unused_suppression",
          "A '# gradcheck: ignore' comment silenced no finding during the run.",
          "Remove the comment, or name the code it should silence."),

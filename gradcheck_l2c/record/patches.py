@@ -12,6 +12,7 @@
   values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
 - ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor;
+- ``multiprocessing``'s ``Process.start``: where child processes, which run untraced, were started;
 - autograd's engine: counts the backward passes of threads the trace does not cover, so the report
   says they ran unjudged;
 - ``DistributedDataParallel``: which parameters it reduces, which modules each forward calls, its errors.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from multiprocessing.process import BaseProcess
 from typing import Any, Callable
 
 import torch
@@ -71,6 +73,7 @@ class Patches:
         self._replace(torch.autograd.Function, "apply",
                       classmethod(wrappers.function_apply(self.state, torch.autograd.Function.__dict__["apply"])))
         self._replace_attribute(warnings, "showwarning", wrappers.user_located(warnings.showwarning))
+        self._replace(BaseProcess, "start", wrappers.process_start(self.state.scope, BaseProcess.start))
         if torch.distributed.is_available():
             from torch.nn.parallel import DistributedDataParallel as DDP
 

@@ -170,6 +170,11 @@ class TraceRecord:
         return self._scope.untraced
 
     @property
+    def children(self) -> dict[Site | None, int]:
+        """Child processes multiprocessing started, which ran untraced: site of the start -> count."""
+        return self._scope.children
+
+    @property
     def ddp(self) -> list[DdpRecord]:
         """The DistributedDataParallel wrappers of the run."""
         return self._ddp.records

@@ -3,6 +3,9 @@ the trace state what it saw; `patches.py` installs them and puts the originals b
 """
 from __future__ import annotations
 
+import functools
+import os
+import sys
 import threading
 import weakref
 from typing import Any, Callable
@@ -10,7 +13,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.locations import OWN, caller_is_user, frame_kind, library_callers, user_site
+from gradcheck_l2c.record.locations import OWN, USER, caller_is_user, frame_kind, library_callers, user_site
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
 
@@ -167,3 +170,29 @@ def user_located(show: Callable[..., Any]) -> Callable[..., Any]:
         show(message, category, filename, lineno, file, line)
 
     return showwarning
+
+
+_DATA_LOADING = os.path.join(os.path.dirname(torch.__file__), "utils", "data") + os.sep
+
+
+def process_start(scope: Scope, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``multiprocessing``'s ``Process.start`` (also behind Pool, ProcessPoolExecutor and torch.multiprocessing):
+    a child process runs untraced (spawned, it starts afresh; forked, only the parent reports), so the report
+    says where children were started. DataLoader's workers, which only load data, are left out."""
+    @functools.wraps(original)
+    def start(process: Any) -> Any:
+        if scope.in_trace_thread() and scope.in_trace_process() and not library_callers_in(_DATA_LOADING):
+            scope.child_started(user_site(1))
+        return original(process)
+
+    return start
+
+
+def library_callers_in(folder: str) -> bool:
+    """Whether code in ``folder`` is on the stack between the caller and the user's code."""
+    frame = sys._getframe(2)
+    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+        if frame.f_code.co_filename.startswith(folder):
+            return True
+        frame = frame.f_back
+    return False

@@ -3,6 +3,10 @@
 One object is both a context manager and a decorator. On entry it installs a torch-function mode,
 a parameter-registration hook and two small patches; on exit — however the code ends — it removes
 them all and judges what it saw.
+
+A trace entered while another runs in the same thread (a script's own ``with trace():`` under
+``gradcheck-l2c trace`` or ``pytest --gradcheck``) joins it: it installs nothing, the running trace records,
+and the joined one judges that record by its own ``watch`` (so it also covers what ran before it began).
 """
 from __future__ import annotations
 
@@ -35,10 +39,6 @@ def active_trace() -> "Trace | None":
 
 class Trace:
     """Watch tensors while code runs; afterwards ``findings`` says why any of them got no gradient.
-
-    A trace entered while another runs in the same thread (a script's own ``with trace():`` under
-    ``gradcheck-l2c trace`` or ``pytest --gradcheck``) joins it: it installs nothing, the running trace
-    records, and this one judges that record by its own ``watch`` (so it also covers what ran before it).
 
     ``watch``: None (every parameter of the modules built or used during the trace and every leaf
     created with ``requires_grad=True``), or names/globs (``"alpha"``, ``"*.alpha"``,
@@ -99,33 +99,18 @@ class Trace:
         if self._disabled:
             return self
         running = _claim(self)
-        if running is not None:
-            return self._join(running)
+        if running is not None:  # join it (see above): share its record, install nothing
+            self._joined, self._state = running, running._state
+            self._state.watch_requested(self._spec)
+            return self
         self._guard = InterruptGuard(self, Trace.__enter__.__code__, Trace.__exit__.__code__)
         self._guard.install()
-        from gradcheck_l2c.judge.backward_error import word_failure
-        from gradcheck_l2c.record.interceptor import Interceptor
-        from gradcheck_l2c.record.locations import user_frame
-        from gradcheck_l2c.record.patches import Patches
-        from gradcheck_l2c.record.state import TraceState
-
-        state = TraceState(self._spec, record_sites=self.record_sites, word_failure=word_failure)
-        self._state, self._verdict = state, None
-        state.watch_requested()
-        state.discover(user_frame(1))
-        self._patches = Patches(state)
-        self._mode = Interceptor(state)
+        self._state, self._patches, self._mode = _recorder(self._spec, self.record_sites)
+        self._verdict = None
         self._mode.on_progress = self._progress
         self._patches.install()
         self._mode.__enter__()
         self._guard.stop_holding()  # installed: a Ctrl-C held meanwhile is raised now, and undoes it all
-        return self
-
-    def _join(self, running: "Trace") -> "Trace":
-        """Share the running trace's record instead of installing a second mode on top of its own."""
-        self._joined, self._verdict = running, None
-        self._state = running._state
-        self._state.watch_requested(self._spec)
         return self
 
     def _stop(self) -> None:
@@ -262,6 +247,21 @@ def disabled_by_environment() -> bool:
 def trace(watch: Any = None, *, record_sites: bool = False) -> Trace:
     """Start describing a trace: ``with trace(watch=["alpha"]) as t: train()`` or ``@trace()``."""
     return Trace(watch, record_sites=record_sites)
+
+
+def _recorder(spec: WatchSpec, record_sites: bool) -> tuple[Any, Any, Any]:
+    """A new trace's record, already watching what was asked and what the caller's frame holds, and the
+    patches and mode that will fill it (not installed yet)."""
+    from gradcheck_l2c.judge.backward_error import word_failure
+    from gradcheck_l2c.record.interceptor import Interceptor
+    from gradcheck_l2c.record.locations import user_frame
+    from gradcheck_l2c.record.patches import Patches
+    from gradcheck_l2c.record.state import TraceState
+
+    state = TraceState(spec, record_sites=record_sites, word_failure=word_failure)
+    state.watch_requested()
+    state.discover(user_frame(1))
+    return state, Patches(state), Interceptor(state)
 
 
 def _refuse_pieces(function: Callable[..., Any]) -> None:

@@ -2,7 +2,7 @@
 
 The workload is a correct 8-layer MLP compiled with the given backends, trained for ``--steps`` steps; each
 configuration runs as ``python script.py`` and as ``gradcheck-l2c trace script.py``, interleaved over
-``--rounds`` rounds, and the median wall time is used. The losses of both runs are compared bit for bit.
+``--rounds`` rounds after one warm-up run (inductor's kernel cache), and the median wall time is used. The losses of both runs are compared bit for bit.
 
     python benchmarks/compile_overhead.py [--backends eager inductor] [--rounds 3] [--steps 200]
 """
@@ -59,6 +59,7 @@ def main() -> None:
             file.write(SCRIPT)
         for backend in options.backends:
             args = [script, backend, str(options.steps)]
+            run([sys.executable, *args])  # warm-up: fills the compilers' caches for both configurations
             plain, traced, same = [], [], True
             for _ in range(options.rounds):
                 seconds, untraced_out = run([sys.executable, *args])

@@ -10,6 +10,7 @@ import functools
 import inspect
 import linecache
 import os
+import re
 import sys
 import sysconfig
 import textwrap
@@ -19,8 +20,6 @@ from typing import Any
 
 import torch
 from torch import nn
-
-import re
 
 from gradcheck_l2c.record.torch_internals import FX_GENERATED, MODULE_CALLS, fx_node_trace
 
@@ -51,7 +50,7 @@ def frame_kind(filename: str) -> int:
     kind = _kinds.get(filename)
     if kind is None:
         if filename.startswith("<"):
-            if filename.startswith(FX_GENERATED):
+            if filename.startswith(FX_GENERATED) and not _compiled_graphs:
                 _compiled_graphs.append(True)
             kind = USER if filename.startswith(("<stdin>", "<ipython", "<string>")) else LIBRARY
         else:

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import torch
 from torch import nn
+from torch.compiler import is_compiling
 from torch.nn.modules import module as module_hooks
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
@@ -120,8 +121,9 @@ class Patches:
         state.registry.user_leaves.pop(id(param), None)  # a module's parameter, used by name in forward
 
     def _enter_module(self, module: nn.Module, args: Any) -> None:
-        """Track which module's forward runs, so drawn nodes can be grouped by module."""
-        if not self.state.scope.in_trace_thread():
+        """Track which module's forward runs, so drawn nodes can be grouped by module (not while dynamo
+        compiles the forward: the hook would become part of the compiled code)."""
+        if not self.state.scope.in_trace_thread() or is_compiling():
             return
         path = self.state.scope.module_path
         parent = path[-1] if path else None
@@ -132,7 +134,7 @@ class Patches:
         self._parents.append(module)
 
     def _leave_module(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self._parents and self._parents[-1] is module and self.state.scope.in_trace_thread():
+        if not is_compiling() and self._parents and self._parents[-1] is module and self.state.scope.in_trace_thread():
             self._parents.pop()
             self.state.scope.module_path.pop()
 
@@ -145,7 +147,7 @@ class Patches:
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Note what the training step finds; then, for torch's own optimizers stepping without a closure
         (which would run user code), let their updates run past the interceptor: nothing there can cut a path."""
-        if not self.state.scope.in_trace_thread():
+        if not self.state.scope.in_trace_thread() or is_compiling():
             return
         self.state.optimizers.step(optimizer, user_site(1), closure=len(args) > 1 or kwargs.get("closure") is not None)
         self._quiet_steps(type(optimizer))

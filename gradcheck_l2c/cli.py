@@ -28,7 +28,6 @@ from gradcheck_l2c.present.sarifreport import sarif_document, write_sarif
 from gradcheck_l2c.present.textreport import format_report, summary_line
 from gradcheck_l2c.records import Finding, WatchedTensor, fails
 from gradcheck_l2c.rules import RULES
-from gradcheck_l2c.termination import Terminated
 from gradcheck_l2c.runner import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -40,6 +39,7 @@ from gradcheck_l2c.runner import (
     traced_run,
     use_color,
 )
+from gradcheck_l2c.termination import Terminated
 
 PROG = "gradcheck-l2c"
 

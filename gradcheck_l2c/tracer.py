@@ -98,9 +98,9 @@ class Trace:
         self._disabled = disabled_by_environment()
         if self._disabled:
             return self
-        running = _claim(self)
-        if running is not None:  # join it (see above): share its record, install nothing
-            self._joined, self._state = running, running._state
+        self._joined = _claim(self)
+        if self._joined is not None:  # join the running trace (see above): share its record, install nothing
+            self._state = self._joined._state
             self._state.watch_requested(self._spec)
             return self
         self._guard = InterruptGuard(self, Trace.__enter__.__code__, Trace.__exit__.__code__)

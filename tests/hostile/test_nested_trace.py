@@ -39,3 +39,16 @@ def test_a_script_with_its_own_trace_runs_under_the_cli_as_under_python(tmp_path
     out, err = capsys.readouterr()
     assert out == "inner: ['item']\n"
     assert "NestedTraceError" not in err and "detach" in err and "item" in err
+
+
+def test_a_trace_that_joined_once_runs_on_its_own_later(untouched):
+    inner = trace()
+    with trace():
+        with inner:
+            pass
+    with inner:  # no trace runs now: it installs and records itself
+        assert active_trace() is inner
+        w = torch.ones(2, requires_grad=True)
+        (w.detach() * 2 + torch.ones(2, requires_grad=True)).sum().backward()
+    assert active_trace() is None and not w._post_accumulate_grad_hooks  # its hooks removed: it ended
+    assert [f.kind for f in inner.findings if f.severity == "error"] == ["detach"]

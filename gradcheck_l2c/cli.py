@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 import gradcheck_l2c
+from gradcheck_l2c.cli_words import count, split_trace_argv
 from gradcheck_l2c.errors import GradcheckError, UsageError
 from gradcheck_l2c.launch import Report, finish_rank, launch, rank_env
 from gradcheck_l2c.paths import distinct_outputs, output_file, output_folder
@@ -39,12 +40,10 @@ from gradcheck_l2c.runner import (
     traced_run,
     use_color,
 )
+from gradcheck_l2c.termination import Terminated
 
 PROG = "gradcheck-l2c"
 
-# Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
-_VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--gitlab-codequality", "--output-format", "--fail-on",
-                            "--max-findings", "--render", "--html", "--format", "--nproc-per-node"})
 OUTPUT_FORMATS = ("full", "concise", "github")
 #: Options a distributed run's merging process handles; its ranks run without them.
 _MERGED_OUTPUTS = ("--nproc-per-node", "--json", "--sarif", "--gitlab-codequality")
@@ -75,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         "script; everything after the script's name is passed to the script.",
         epilog="exit status: 0 when no finding reaches the --fail-on level; 1 when one does or the script "
         "raised an exception; the script's own non-zero exit status as it is; 2 for a usage error; "
-        "130 after Ctrl-C.",
+        "130 after Ctrl-C; 143 after SIGTERM.",
         allow_abbrev=False,
     )
     trace.add_argument("-m", dest="module", metavar="MODULE",
@@ -94,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "when GITHUB_ACTIONS=true and stderr is not a terminal)")
     trace.add_argument("--fail-on", choices=("error", "warning", "never"), default="error",
                        help="lowest severity that makes the exit status 1 (default: %(default)s)")
-    trace.add_argument("--max-findings", type=_count, metavar="N", help="list at most N entries")
+    trace.add_argument("--max-findings", type=count, metavar="N", help="list at most N entries")
     trace.add_argument("--nan", action="store_true", help="also find where the first NaN or Inf was born")
     trace.add_argument("--grad-stats", action="store_true", help="also keep gradient norms per layer: vanishing, "
                        "exploding, dead units; the numbers in --json, a plot in --render DIR")
@@ -106,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--format", metavar="FORMAT",
                        help="image format for --render: svg (default), png, pdf or dot")
     trace.add_argument("--full", action="store_true", help="with --render or --html, draw whole graphs, not only the cut")
-    trace.add_argument("--nproc-per-node", type=_count, metavar="N",
+    trace.add_argument("--nproc-per-node", type=count, metavar="N",
                        help="run N ranks through torchrun's launcher (standalone, this machine), trace each, "
                        "and print one report merged from all ranks")
     loudness = trace.add_mutually_exclusive_group()
@@ -146,7 +145,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = build_parser()
     argv = list(argv)
     if argv and argv[0] == "trace":
-        options, target, script_args, as_module = _split_trace_argv(argv[1:])
+        options, target, script_args, as_module = split_trace_argv(argv[1:])
         namespace, unknown = parser.parse_known_args(["trace", *options])
         if unknown:
             raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see {PROG} trace --help)")
@@ -175,41 +174,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
-def _split_trace_argv(argv: list[str]) -> tuple[list[str], str | None, list[str], bool]:
-    """Split ``trace``'s arguments into (tool options, script or module, script arguments, is module).
-
-    The tool's options end, as Python's do, at the first word that is not an option (the script),
-    after ``-m MODULE``, or at ``--``; every word after that belongs to the script, verbatim.
-    """
-    index = 0
-    while index < len(argv):
-        word = argv[index]
-        if word == "--":
-            rest = argv[index + 1:]
-            return argv[:index], (rest[0] if rest else None), rest[1:], False
-        if word == "-m":
-            if index + 1 == len(argv):
-                raise UsageError("argument -m: expected a module name")
-            return argv[:index], argv[index + 1], argv[index + 2:], True
-        if word.startswith("-m") and not word.startswith("--"):
-            return argv[:index], word[2:], argv[index + 1:], True
-        if not word.startswith("-") or word == "-":
-            return argv[:index], word, argv[index + 1:], False
-        index += 2 if word in _VALUE_OPTIONS else 1
-    return argv, None, [], False
-
-
-def _count(text: str) -> int:
-    """argparse type: a whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
-    return value
-
-
 def _trace_command(options: argparse.Namespace) -> int:
     """``gradcheck-l2c trace``: run the script, report, write JSON and graphs, choose the exit status."""
     stderr = sys.stderr
@@ -225,9 +189,10 @@ def _trace_command(options: argparse.Namespace) -> int:
         options.sarif = output_file(options.sarif, "--sarif")
     if options.gitlab_codequality:
         options.gitlab_codequality = output_file(options.gitlab_codequality, "--gitlab-codequality")
-    distinct_outputs(options.script, {option: path for option, path in (
+    outputs = {option: path for option, path in (
         ("--json", options.json), ("--sarif", options.sarif), ("--gitlab-codequality", options.gitlab_codequality))
-        if path})
+        if path}
+    distinct_outputs(options.script, outputs)
     output_format = options.output_format or default_output_format(stderr)
     root = repository_root(os.getcwd())  # before the script can change the working folder
     if options.render:
@@ -253,6 +218,8 @@ def _trace_command(options: argparse.Namespace) -> int:
     except SyntaxError as exc:
         show_exception(exc)
         return EXIT_FINDINGS
+    if options.module:  # its file is known now
+        distinct_outputs(runner.filename, outputs)
     if env is not None:
         env.register()
 
@@ -265,6 +232,7 @@ def _trace_command(options: argparse.Namespace) -> int:
         show_status=not options.quiet and is_terminal(stderr) and env is None,
         keep_tool_frames=options.verbose,
     )
+    stderr = sys.stderr if getattr(stderr, "closed", False) else stderr  # the script closed it: a new one
     if tracer.forked:  # a child the script forked ended: it exits with its own status; the parent reports
         return exit_code(outcome, (), "never")
     findings, watched = tracer.findings, tracer.watched
@@ -283,8 +251,9 @@ def _trace_command(options: argparse.Namespace) -> int:
         if vacuous:  # the check watched nothing, as the API's UsageError says; a typo beside others warns
             return EXIT_USAGE
     if outcome.exception is not None:
-        print(f"{PROG}: the script stopped with {type(outcome.exception).__name__}; "
-              "the report covers what ran before.", file=stderr)
+        how = "was stopped by SIGTERM" if isinstance(outcome.exception, Terminated) else \
+            f"stopped with {type(outcome.exception).__name__}"
+        print(f"{PROG}: the script {how}; the report covers what ran before.", file=stderr)
     argv = [runner.argv0, *runner.args]
     report = _reporter(options, runner.filename, argv, output_format, root)
     code = status

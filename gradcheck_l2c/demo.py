@@ -24,7 +24,8 @@ from gradcheck_l2c.runner import (
     use_color,
 )
 
-SEED_MODULE = "reference.seed_l2c"
+#: The reference L2C's package: as the wheel installs it, or as the repository's folder (in a checkout).
+REFERENCE_PACKAGES = ("gradcheck_l2c_reference", "reference")
 #: Modules the bundled reference scripts import at the top beyond torch: the ``[reference]`` extra brings them.
 REFERENCE_NEEDS = ("numpy", "tqdm")
 #: The short L2C run: 4 nodes in 2 clusters for 8 rounds, a few seconds on a laptop CPU.
@@ -33,11 +34,20 @@ DEMO_CLUSTERS = 2
 DEMO_ROUNDS = 8
 
 
+def reference_package() -> str:
+    """The name the reference L2C is importable under here; ``UsageError`` if it is not installed."""
+    for name in REFERENCE_PACKAGES:
+        if importlib.util.find_spec(name) is not None:
+            return name
+    raise UsageError(f"cannot find {REFERENCE_PACKAGES[0]}: install the project with its reference package")
+
+
 def seed_script() -> str:
-    """Path of the question's script, found through the installed ``reference`` package."""
-    spec = importlib.util.find_spec(SEED_MODULE)
+    """Path of the question's script, found through the reference package."""
+    package = reference_package()
+    spec = importlib.util.find_spec(f"{package}.seed_l2c")
     if spec is None or spec.origin is None:
-        raise UsageError(f"cannot find {SEED_MODULE}: install the project with its reference package")
+        raise UsageError(f"cannot find {package}.seed_l2c: install the project with its reference package")
     return spec.origin
 
 
@@ -88,7 +98,8 @@ def run_demo(out_dir: str = "gradcheck-out", *, stream: TextIO | None = None) ->
 
 def _train_l2c(stream: TextIO) -> None:
     """Run the short L2C and print, per round, alpha's gradient per node and whom the nodes learned to trust."""
-    from reference.l2c import L2CConfig, run_l2c
+    l2c = importlib.import_module(f"{reference_package()}.l2c")
+    L2CConfig, run_l2c = l2c.L2CConfig, l2c.run_l2c
 
     result = run_l2c(L2CConfig(nodes=DEMO_NODES, clusters=DEMO_CLUSTERS, rounds=DEMO_ROUNDS, t0=DEMO_ROUNDS))
     uniform = (DEMO_NODES // DEMO_CLUSTERS - 1) / (DEMO_NODES - 1)

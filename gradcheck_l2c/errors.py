@@ -10,7 +10,7 @@ class UsageError(GradcheckError):
 
 
 class NestedTraceError(GradcheckError):
-    """A trace was started while another one is active."""
+    """A trace was entered again while it runs (another trace entered in the same thread joins it)."""
 
 
 class ConcurrentTraceError(NestedTraceError):

@@ -50,18 +50,23 @@ def output_folder(path: str, option: str) -> str:
 
 def distinct_outputs(script: str | None, outputs: dict[str, str]) -> None:
     """Refuse, before the run, an output path that would overwrite what the run reads: the script itself, a
-    Python file in the script's folder tree (the script may import it), or a path two options share."""
+    Python file in the script's folder tree (the script may import it), or a path two options share.
+
+    ``script`` is the file that runs (for ``-m``, the module's file once found), or a folder run through its
+    ``__main__.py``."""
     seen: dict[str, str] = {}
-    root = os.path.dirname(os.path.abspath(script)) + os.sep if script else None
+    real_script = os.path.realpath(script) if script else None
+    tree = None
+    if real_script is not None:
+        tree = (real_script if os.path.isdir(real_script) else os.path.dirname(real_script)) + os.sep
     for option, path in outputs.items():
         real = os.path.realpath(path)
         if real in seen:
             raise UsageError(f"{option}: {path!r} is also the {seen[real]} output; give each report its own file")
         seen[real] = option
-        if script is not None and real == os.path.realpath(script):
+        if real == real_script:
             raise UsageError(f"{option}: {path!r} is the script being traced; writing the report there would "
                              "overwrite it")
-        if root is not None and real.endswith((".py", ".pyw")) and os.path.isfile(real) \
-                and real.startswith(os.path.realpath(root)):
+        if tree is not None and real.endswith((".py", ".pyw")) and os.path.isfile(real) and real.startswith(tree):
             raise UsageError(f"{option}: {path!r} is Python source beside the script (the run may import it); "
                              "write the report to another file")

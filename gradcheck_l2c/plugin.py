@@ -20,7 +20,7 @@ The marker traces the whole test body::
     def test_step(): ...
 
 Options: ``--gradcheck`` traces every test as if it had the marker (tests that use the fixture
-trace themselves; traces do not nest, so a test that starts its own ``trace()`` or calls
+trace themselves; a ``trace()`` the test starts joins the test's trace and judges by its own ``watch``;
 ``assert_grad_flows`` should not run under it); ``--gradcheck-render DIR`` writes the graphs of
 failing traced tests to ``DIR/<test id>/``, and ``--gradcheck-html DIR`` their HTML report (findings, the
 source with the cut lines marked, the graphs) to ``DIR/<test id>/index.html``; ``--gradcheck-nan`` also

@@ -112,6 +112,11 @@ RULES: tuple[Rule, ...] = (
          "learning rate of 0 at every step, or a gradient masked to zero before each step.",
          "Give its parameter group a learning rate above 0 (check the scheduler's first factor), or stop zeroing "
          "its gradient between backward() and step()."),
+    Rule("GC023", "untraced_process", ("warning",), False, "untraced_process",
+         "Child processes started with multiprocessing (Process, Pool, ProcessPoolExecutor, torch.multiprocessing) "
+         "ran untraced: a gradient cut inside them is not in the report.",
+         "Trace the training code in the process that runs it (with gradcheck_l2c.trace() in the worker), or run "
+         "it in the main process while checking gradients; use --nproc-per-node for torchrun-style ranks."),
     Rule("GC030", "non_finite", ("error", "warning"), False, "NaN/Inf",
          "With --nan: the first NaN, forward or backward, at the line of the op that made it from finite values "
          "(log of 0, 0/0, sqrt at 0 in backward, the masked branch of torch.where, float16 overflow in exp), or "

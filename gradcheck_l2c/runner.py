@@ -22,6 +22,7 @@ from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.present.status import StatusLine, sharing_terminal
 from gradcheck_l2c.record.locations import claim_user_code
 from gradcheck_l2c.records import fails
+from gradcheck_l2c.termination import EXIT_TERMINATED, Terminated, terminable
 
 if TYPE_CHECKING:
     from gradcheck_l2c.tracer import Trace
@@ -166,11 +167,11 @@ def run_script(runner: ScriptRunner, around: contextlib.AbstractContextManager[A
     ``sys.exit("message")`` prints the message to stderr and counts as status 1, as in Python.
     """
     try:
-        with around if around is not None else contextlib.nullcontext():
+        with terminable(), around if around is not None else contextlib.nullcontext():
             runner.run()
     except SystemExit as exc:
         return Outcome(exit_status=_exit_status(exc.code))
-    except (Exception, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt, Terminated) as exc:
         return Outcome(exception=exc)
     return Outcome()
 
@@ -318,7 +319,8 @@ def traced_run(
     else:
         outcome = run_script(runner, tracer)
     _flush(sys.stdout)
-    if outcome.exception is not None:
+    _reopen_stderr()
+    if outcome.exception is not None and not isinstance(outcome.exception, Terminated):  # SIGTERM shows none
         show_exception(outcome.exception, keep_tool_frames=keep_tool_frames)
     return tracer, outcome
 
@@ -327,11 +329,24 @@ def exit_code(outcome: Outcome, findings: Sequence[Any], fail_on: str) -> int:
     """The exit status: Ctrl-C, an exception, or the script's own non-zero exit first; then findings."""
     if isinstance(outcome.exception, KeyboardInterrupt):
         return EXIT_INTERRUPTED
+    if isinstance(outcome.exception, Terminated):
+        return EXIT_TERMINATED
     if outcome.exception is not None:
         return EXIT_FINDINGS
     if outcome.exit_status:
         return outcome.exit_status
     return EXIT_FINDINGS if fails(findings, fail_on) else EXIT_OK
+
+
+def _reopen_stderr() -> None:
+    """A script that closed ``sys.stderr`` (Python's stream; file descriptor 2 stays open) still gets the
+    report: ``sys.stderr`` becomes a new stream on descriptor 2, or on nothing if that was closed too."""
+    if not getattr(sys.stderr, "closed", False):
+        return
+    try:
+        sys.stderr = os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace")
+    except OSError:
+        sys.stderr = open(os.devnull, "w")
 
 
 def _flush(stream: TextIO) -> None:

@@ -3,6 +3,10 @@
 One object is both a context manager and a decorator. On entry it installs a torch-function mode,
 a parameter-registration hook and two small patches; on exit — however the code ends — it removes
 them all and judges what it saw.
+
+A trace entered while another runs in the same thread (a script's own ``with trace():`` under
+``gradcheck-l2c trace`` or ``pytest --gradcheck``) joins it: it installs nothing, the running trace records,
+and the joined one judges that record by its own ``watch`` (so it also covers what ran before it began).
 """
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ class Trace:
         self._verdict: Any = None
         self._disabled = False
         self._guard: InterruptGuard | None = None
+        self._joined: Trace | None = None  # the trace this one joined
 
     # ---- running ---------------------------------------------------------------------------
 
@@ -96,21 +101,15 @@ class Trace:
         self._disabled = disabled_by_environment()
         if self._disabled:
             return self
-        _claim(self)
+        self._joined = _claim(self)
+        if self._joined is not None:  # join the running trace (see above): share its record, install nothing
+            self._state = self._joined._state
+            self._state.watch_requested(self._spec)
+            return self
         self._guard = InterruptGuard(self, Trace.__enter__.__code__, Trace.__exit__.__code__)
         self._guard.install()
-        from gradcheck_l2c.judge.backward_error import word_failure
-        from gradcheck_l2c.record.interceptor import Interceptor
-        from gradcheck_l2c.record.locations import user_frame
-        from gradcheck_l2c.record.patches import Patches
-        from gradcheck_l2c.record.state import TraceState
-
-        state = TraceState(self._spec, record_sites=self.record_sites, word_failure=word_failure, **self.checks)
-        self._state, self._verdict = state, None
-        state.watch_requested()
-        state.discover(user_frame(1))
-        self._patches = Patches(state)
-        self._mode = Interceptor(state)
+        self._state, self._patches, self._mode = _recorder(self._spec, self.record_sites, self.checks)
+        self._verdict = None
         self._mode.on_progress = self._progress
         self._patches.install()
         self._mode.__enter__()
@@ -123,7 +122,7 @@ class Trace:
             self._mode.__exit__(None, None, None)
         if self._patches is not None:
             self._patches.restore()
-        if self._state is not None:
+        if self._state is not None and self._joined is None:
             self._state.end()
         _release(self)
         if self._guard is not None:
@@ -138,7 +137,7 @@ class Trace:
 
         with functions_off():
             self._state.finish()
-            return judge(self._state.record())
+            return judge(self._state.record(self._spec))
 
     def _current(self) -> Any:
         if self._verdict is not None:
@@ -267,6 +266,21 @@ def trace(watch: Any = None, *, record_sites: bool = False, nan: bool = False, g
     return Trace(watch, record_sites=record_sites, nan=nan, grad_stats=grad_stats)
 
 
+def _recorder(spec: WatchSpec, record_sites: bool, checks: dict[str, bool]) -> tuple[Any, Any, Any]:
+    """A new trace's record, already watching what was asked and what the caller's frame holds, and the
+    patches and mode that will fill it (not installed yet)."""
+    from gradcheck_l2c.judge.backward_error import word_failure
+    from gradcheck_l2c.record.interceptor import Interceptor
+    from gradcheck_l2c.record.locations import user_frame
+    from gradcheck_l2c.record.patches import Patches
+    from gradcheck_l2c.record.state import TraceState
+
+    state = TraceState(spec, record_sites=record_sites, word_failure=word_failure, **checks)
+    state.watch_requested()
+    state.discover(user_frame(1))
+    return state, Patches(state), Interceptor(state)
+
+
 def _refuse_pieces(function: Callable[..., Any]) -> None:
     """``@trace()`` on a generator or coroutine function: its body runs in pieces between other code."""
     if inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) \
@@ -279,9 +293,10 @@ def _refuse_pieces(function: Callable[..., Any]) -> None:
         )
 
 
-def _claim(tracer: Trace) -> None:
-    """Make ``tracer`` the active trace; one at a time, in one thread (torch-function modes are per
-    thread, so a second thread's trace would see the first one's patches and none of its calls).
+def _claim(tracer: Trace) -> "Trace | None":
+    """Make ``tracer`` the active trace, or return the trace already running in this thread (to join);
+    one at a time, in one thread (torch-function modes are per thread, so a second thread's trace would see
+    the first one's patches and none of its calls).
 
     ``dict.setdefault`` is one atomic step: of two threads entering at once, exactly one wins, and
     unlike a lock there is nothing an interrupt could leave held.
@@ -289,17 +304,14 @@ def _claim(tracer: Trace) -> None:
     ident = threading.get_ident()
     winner, thread = _slot.setdefault("active", (tracer, ident))
     if winner is tracer:
-        return
+        return None
     if thread != ident:
         raise ConcurrentTraceError(
             f"a gradcheck_l2c trace is already running in thread {_thread_name(thread)}; PyTorch's "
             "torch-function modes are per thread, so one trace runs at a time: trace the threads one "
             "after another, or the whole program from one thread"
         )
-    raise NestedTraceError(
-        "a gradcheck_l2c trace is already running; nested traces are not supported "
-        "(watch more tensors in the outer trace instead)"
-    )
+    return winner
 
 
 def _release(tracer: Trace) -> None:

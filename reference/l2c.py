@@ -52,10 +52,10 @@ import torch.nn.functional as F
 from torch.func import functional_call
 from tqdm import tqdm
 
-from reference import comm
-from reference import data as data_mod
-from reference import local_step
-from reference.models import model_for
+from . import comm
+from . import data as data_mod
+from . import local_step
+from .models import model_for
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from reference.data import NodeData
+from .data import NodeData
 
 PATHS = ("loop", "vmap")
 

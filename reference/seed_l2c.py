@@ -61,7 +61,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from reference.data import synthetic
+synthetic = __import__(f"{__package__}.data" if __package__ else "data", fromlist=["synthetic"]).synthetic
 
 log = logging.getLogger("seed_l2c")
 

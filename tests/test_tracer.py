@@ -75,12 +75,14 @@ def test_watched_tensors_lose_their_hooks_on_exit():
     assert all(not p._post_accumulate_grad_hooks for p in model.parameters())
 
 
-def test_nested_trace_is_refused_and_outer_survives():
+def test_a_trace_entered_twice_is_refused_and_a_nested_one_joins_the_outer():
     with trace() as outer:
         with pytest.raises(NestedTraceError, match="already running"):
-            with trace():
+            with outer:
                 pass
-        assert active_trace() is outer
+        with trace() as inner:
+            assert active_trace() is outer
+        assert active_trace() is outer and inner.findings == []
     assert active_trace() is None
 
 

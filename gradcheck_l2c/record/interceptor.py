@@ -7,7 +7,10 @@ off take the slow path into the parts of `TraceState` that record them.
 """
 from __future__ import annotations
 
+import gc
 import os
+import sys
+from types import CodeType, FrameType, FunctionType
 from typing import Any, Callable
 
 import torch
@@ -21,12 +24,31 @@ from gradcheck_l2c.record.handlers import (
     on_backward,
     remember_site,
 )
-from gradcheck_l2c.record.locations import caller_is_user, user_site
+from gradcheck_l2c.record.locations import LIBRARY, caller_is_user, frame_kind, user_site
 from gradcheck_l2c.record.state import TraceState
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
+_is_compiling = torch.compiler.is_compiling
 _BACKWARDS = (on_backward, on_autograd_grad)
+_originals: dict[CodeType, FunctionType | None] = {}  # torch's backward code -> the function that runs it
+
+
+def replaced_backward(func: Any, caller: FrameType) -> Any:
+    """torch's own backward when ``func`` is a script's replacement of ``Tensor.backward`` or
+    ``torch.autograd.backward`` (a loss-scaling wrapper) and torch's backward (``caller``) asked the mode
+    to handle it; else None.
+
+    torch's backward asks the mode to handle ``Tensor.backward`` as it is named *now*: the wrapper that
+    called it. Running that wrapper again would run the script's code twice; the code that asked is what
+    must run, with the arguments it passed."""
+    code = caller.f_code
+    if code is func.__code__ or code.co_name != "backward" or frame_kind(code.co_filename) != LIBRARY:
+        return None
+    if code not in _originals:  # the function object that runs this code: found once, it is still alive
+        _originals[code] = next((holder for holder in gc.get_referrers(code)
+                                 if type(holder) is FunctionType and holder.__code__ is code), None)
+    return _originals[code]
 
 
 class Interceptor(TorchFunctionMode):
@@ -46,10 +68,16 @@ class Interceptor(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
+        if _is_compiling():  # dynamo is tracing a compiled region: step aside (see README, torch.compile)
+            return func(*args, **kwargs)
         scope = self.scope
         if scope.quiet:
             return func(*args, **kwargs)
         handler = self.handlers.get(func)
+        if type(func) is FunctionType and (func is Tensor.backward or func is torch.autograd.backward):
+            original = replaced_backward(func, sys._getframe(2))
+            if original is not None:
+                handler, func = on_backward, original
         state = self.state
         try:
             if handler is not None:

@@ -10,6 +10,7 @@ import functools
 import inspect
 import linecache
 import os
+import re
 import sys
 import sysconfig
 import textwrap
@@ -20,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.torch_internals import MODULE_CALLS
+from gradcheck_l2c.record.torch_internals import FX_GENERATED, MODULE_CALLS, fx_node_trace
 
 
 def _directory(path: str) -> str:
@@ -49,6 +50,8 @@ def frame_kind(filename: str) -> int:
     kind = _kinds.get(filename)
     if kind is None:
         if filename.startswith("<"):
+            if filename.startswith(FX_GENERATED) and not _compiled_graphs:
+                _compiled_graphs.append(True)
             kind = USER if filename.startswith(("<stdin>", "<ipython", "<string>")) else LIBRARY
         else:
             path = os.path.normcase(os.path.realpath(filename))
@@ -118,10 +121,15 @@ _absolute: dict[str, str] = {}
 
 
 def user_site(depth: int = 1) -> Site | None:
-    """The file and line of the innermost user frame above the caller."""
+    """The file and line of the innermost user frame above the caller; inside a graph torch.compile made
+    (the fx code it runs), the user's line the running graph node was traced from."""
     frame = user_frame(depth + 1)
     if frame is None:
         return None
+    if _compiled_graphs:
+        compiled = _compiled_site(sys._getframe(depth + 1), frame)
+        if compiled is not None:
+            return compiled
     filename = frame.f_code.co_filename
     absolute = _absolute.get(filename)
     if absolute is None:
@@ -139,6 +147,22 @@ def built_at(depth: int = 1) -> Site | None:
         if frame_kind(code.co_filename) == USER and not (
                 code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), nn.Module)):
             return Site(os.path.abspath(code.co_filename), frame.f_lineno, _column(frame))
+        frame = frame.f_back
+    return None
+
+
+_compiled_graphs: list[bool] = []  # not empty once fx-generated code was seen on a stack (torch.compile)
+_TRACE_ENTRY = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _compiled_site(frame: FrameType | None, user: FrameType) -> Site | None:
+    """The user line behind the fx graph node running between ``frame`` and the user frame ``user``, if any."""
+    while frame is not None and frame is not user:
+        if frame.f_code.co_filename.startswith(FX_GENERATED):
+            trace = fx_node_trace(frame)
+            entries = [(file, int(line)) for file, line in _TRACE_ENTRY.findall(trace or "")
+                       if frame_kind(file) == USER]
+            return Site(os.path.abspath(entries[-1][0]), entries[-1][1]) if entries else None
         frame = frame.f_back
     return None
 

@@ -12,6 +12,7 @@
   values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
 - ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor;
+- ``multiprocessing``'s ``Process.start``: where child processes, which run untraced, were started;
 - autograd's engine: counts the backward passes of threads the trace does not cover, so the report
   says they ran unjudged;
 - ``DistributedDataParallel``: which parameters it reduces, which modules each forward calls, its errors.
@@ -24,10 +25,12 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from multiprocessing.process import BaseProcess
 from typing import Any, Callable
 
 import torch
 from torch import nn
+from torch.compiler import is_compiling
 from torch.nn.modules import module as module_hooks
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
@@ -72,6 +75,7 @@ class Patches:
         self._replace(torch.autograd.Function, "apply",
                       classmethod(wrappers.function_apply(self.state, torch.autograd.Function.__dict__["apply"])))
         self._replace_attribute(warnings, "showwarning", wrappers.user_located(warnings.showwarning))
+        self._replace(BaseProcess, "start", wrappers.process_start(self.state.scope, BaseProcess.start))
         if torch.distributed.is_available():
             from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -118,8 +122,9 @@ class Patches:
         state.registry.user_leaves.pop(id(param), None)  # a module's parameter, used by name in forward
 
     def _enter_module(self, module: nn.Module, args: Any) -> None:
-        """Track which module's forward runs, so drawn nodes can be grouped by module."""
-        if not self.state.scope.in_trace_thread():
+        """Track which module's forward runs, so drawn nodes can be grouped by module (not while dynamo
+        compiles the forward: the hook would become part of the compiled code)."""
+        if not self.state.scope.in_trace_thread() or is_compiling():
             return
         path = self.state.scope.module_path
         parent = path[-1] if path else None
@@ -130,7 +135,7 @@ class Patches:
         self._parents.append(module)
 
     def _leave_module(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self._parents and self._parents[-1] is module and self.state.scope.in_trace_thread():
+        if not is_compiling() and self._parents and self._parents[-1] is module and self.state.scope.in_trace_thread():
             self._parents.pop()
             self.state.scope.module_path.pop()
 
@@ -143,7 +148,7 @@ class Patches:
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Note what the training step finds; then, for torch's own optimizers stepping without a closure
         (which would run user code), let their updates run past the interceptor: nothing there can cut a path."""
-        if not self.state.scope.in_trace_thread():
+        if not self.state.scope.in_trace_thread() or is_compiling():
             return
         self.state.optimizers.step(optimizer, user_site(1), closure=len(args) > 1 or kwargs.get("closure") is not None)
         self._quiet_steps(type(optimizer))

@@ -87,10 +87,6 @@ class TraceRecord:
         module = watched.owner.module() if watched.owner is not None else None
         return module_site(module) if module is not None else None
 
-    def placements(self, watched: Watched) -> list[tuple[int, Site]]:
-        """The modules on the way to the tensor that user code set as attributes (`WatchRegistry.placements`)."""
-        return self._registry.placements(watched)
-
     def made_in_trace(self, tensor: Any) -> bool:
         """Whether a live Parameter was made while the trace ran (``nn.Parameter(...)``, a layer's init)."""
         created = self._registry.created.get(id(tensor))
@@ -154,8 +150,7 @@ class TraceRecord:
 
     @property
     def dead_terms(self) -> dict[tuple[Site | None, int, Chain], int]:
-        """Loss terms without gradient whose cut tensors the same backward reached otherwise: (where the term
-        was added, the watched key, its chain of cuts) -> how many backwards."""
+        """(where a dead loss term was added, the watched key it was cut from, the cuts) -> how many backwards."""
         return self._terms.found
 
     @property
@@ -213,6 +208,11 @@ class TraceRecord:
     def untraced(self) -> dict[tuple[str, Site | None], int]:
         """Backward passes of threads the trace does not cover: (thread, site) -> count."""
         return self._scope.untraced
+
+    @property
+    def children(self) -> dict[Site | None, int]:
+        """Child processes multiprocessing started, which ran untraced: site of the start -> count."""
+        return self._scope.children
 
     @property
     def ddp(self) -> list[DdpRecord]:

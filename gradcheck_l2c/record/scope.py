@@ -32,6 +32,8 @@ class Scope:
     # backward passes run by other threads, which the trace does not cover: (thread, site) -> count
     untraced: dict[tuple[str, Site | None], int] = field(default_factory=dict)
     _untraced_lock: threading.Lock = field(default_factory=threading.Lock)
+    # child processes started with multiprocessing, which run untraced: site of the start -> count
+    children: dict[Site | None, int] = field(default_factory=dict)
 
     def in_trace_thread(self) -> bool:
         """Whether the calling thread is the one the trace covers."""
@@ -40,6 +42,10 @@ class Scope:
     def in_trace_process(self) -> bool:
         """False in a child forked while the trace ran (it reports nothing)."""
         return self.pid == os.getpid()
+
+    def child_started(self, site: Site | None) -> None:
+        """multiprocessing started a child process at ``site`` (it runs untraced)."""
+        self.children[site] = self.children.get(site, 0) + 1
 
     def untraced_backward(self, thread: str, site: Site | None) -> None:
         """A backward pass ran in another thread (called from that thread)."""

@@ -69,9 +69,10 @@ class TraceState:
         self.health = NanWatch(self.clock, self.registry) if nan else None  # --nan: where NaN/Inf was born
         self.grad_stats = GradStats(self.registry) if grad_stats else None  # --grad-stats: norms per backward
 
-    def watch_requested(self) -> None:
-        """Watch what the user gave by object: tensors (under the names given) and modules' parameters."""
-        spec, registry = self.spec, self.registry
+    def watch_requested(self, spec: WatchSpec | None = None) -> None:
+        """Watch what the user gave by object (to this trace, or to ``spec``'s joined trace): tensors (under
+        the names given) and modules' parameters."""
+        spec, registry = spec or self.spec, self.registry
         for tensor in spec.tensors:
             if tensor.is_leaf:
                 registry.watch_leaf(tensor, None, explicit=True)
@@ -127,13 +128,15 @@ class TraceState:
                     watched.site = attribute_site(module, watched.owner.attribute)
         self.unregistered.collect(self.registry)
         self.updates.compare()
+        for watched in self.registry.all:
+            watched.placed = self.registry.placements(watched)
 
     def end(self) -> None:
         """Remove the hooks on watched tensors (the trace stops)."""
         self.registry.unhook()
 
-    def record(self) -> TraceRecord:
-        """The read-only view the judge works from."""
-        return TraceRecord(self.spec, self.registry, self.events, self.taints, self.clock, self.scope, self.backwards,
+    def record(self, spec: WatchSpec | None = None) -> TraceRecord:
+        """The read-only view the judge works from; ``spec``: judge what another (joined) trace asked for."""
+        return TraceRecord(spec or self.spec, self.registry, self.events, self.taints, self.clock, self.scope, self.backwards,
                            self.optimizers, self.writes, self.unregistered, self.ddp, self.terms, self.errors,
                            self.health, self.grad_stats)

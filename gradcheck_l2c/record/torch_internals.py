@@ -36,6 +36,8 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_call_impl": "on the stack: a module's forward is running",
     "_sequence_nr": "the order autograd nodes were made in: a node made before the last backward that freed its graph "
                     "belongs to that freed graph (\"backward through the graph a second time\")",
+    "_lineno_map": "which node of a torch.compile'd graph (torch.fx GraphModule) a line of its generated code runs: "
+                   "a cut there is shown at the user's line that node came from",
     "_forward_cls": "the autograd.Function class behind a custom backward node, whose backward returned the wrong "
                     "gradients",
 }
@@ -73,6 +75,27 @@ def sequence_nr(node: Any) -> int | None:
 def function_class(node: Any) -> Any:
     """The ``autograd.Function`` subclass whose backward a custom node runs, or None for torch's own nodes."""
     return getattr(type(node), "_forward_cls", None)
+
+
+#: The file names torch.fx gives the code it generates for a graph (what torch.compile runs with backend="eager").
+FX_GENERATED = "<eval_with_key>"
+
+
+def fx_node_trace(frame: Any) -> str | None:
+    """The stack trace recorded for the graph node a frame of fx-generated code (``FX_GENERATED``) is running:
+    the lines of user code the node was traced from; None where torch recorded none."""
+    module = frame.f_locals.get("self")
+    lines = getattr(module, "_lineno_map", None)
+    if not lines:
+        return None
+    index = lines.get(frame.f_lineno - frame.f_code.co_firstlineno)
+    graph = getattr(module, "graph", None)
+    if index is None or graph is None:
+        return None
+    for position, node in enumerate(graph.nodes):
+        if position == index:
+            return node.meta.get("stack_trace")
+    return None
 
 
 def own_parameters(module: torch.nn.Module) -> dict[str, Any]:

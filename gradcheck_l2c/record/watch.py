@@ -55,6 +55,7 @@ class Watched:
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     born: int = 0  # backward calls seen before it was watched
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
+    placed: list[tuple[int, Site]] = field(default_factory=list)  # `WatchRegistry.placements`, at the end
     filled: bool = False  # values were copied into it without grad (load_state_dict, copy_)
     rebound: bool = False  # that line assigns a plain name (`model = Net()` again), not an attribute
     built_at: Site | None = None  # made after an optimizer: the line outside module constructors that asked

@@ -3,6 +3,8 @@ the trace state what it saw; `patches.py` installs them and puts the originals b
 """
 from __future__ import annotations
 
+import functools
+import os
 import sys
 import threading
 import weakref
@@ -13,6 +15,7 @@ from torch import nn
 
 from gradcheck_l2c.record.locations import (
     OWN,
+    USER,
     built_at,
     caller_is_user,
     frame_kind,
@@ -197,3 +200,29 @@ def user_located(show: Callable[..., Any]) -> Callable[..., Any]:
         show(message, category, filename, lineno, file, line)
 
     return showwarning
+
+
+_DATA_LOADING = os.path.join(os.path.dirname(torch.__file__), "utils", "data") + os.sep
+
+
+def process_start(scope: Scope, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``multiprocessing``'s ``Process.start`` (also behind Pool, ProcessPoolExecutor and torch.multiprocessing):
+    a child process runs untraced (spawned, it starts afresh; forked, only the parent reports), so the report
+    says where children were started. DataLoader's workers, which only load data, are left out."""
+    @functools.wraps(original)
+    def start(process: Any) -> Any:
+        if scope.in_trace_thread() and scope.in_trace_process() and not library_callers_in(_DATA_LOADING):
+            scope.child_started(user_site(1))
+        return original(process)
+
+    return start
+
+
+def library_callers_in(folder: str) -> bool:
+    """Whether code in ``folder`` is on the stack between the caller and the user's code."""
+    frame = sys._getframe(2)
+    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+        if frame.f_code.co_filename.startswith(folder):
+            return True
+        frame = frame.f_back
+    return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import warnings
+from multiprocessing.process import BaseProcess
 
 import pytest
 import torch
@@ -27,7 +28,9 @@ def read_torch_state() -> dict[str, object]:
         "engine": VARIABLE.__dict__["_execution_engine"],
         "Function.apply": torch.autograd.Function.__dict__["apply"],
         "warnings.showwarning": warnings.showwarning,
+        "Process.start": BaseProcess.__dict__["start"],
         "SIGINT handler": signal.getsignal(signal.SIGINT),
+        "SIGTERM handler": signal.getsignal(signal.SIGTERM),
         "parameter hooks": len(module_hooks._global_parameter_registration_hooks),
         "module hooks": len(module_hooks._global_module_registration_hooks),
         "forward pre-hooks": len(module_hooks._global_forward_pre_hooks),

@@ -140,3 +140,31 @@ def test_only_1_true_or_yes_disable_and_other_values_are_ignored_with_a_warning(
     assert ("tracing is off" in result.stderr) == disabled
     assert (workdir / "r.json").exists() != disabled
     assert (f"GRADCHECK_L2C_DISABLED={value!r} is ignored" in result.stderr) == warned
+
+
+def test_an_output_path_that_is_the_module_run_with_dash_m_or_source_in_a_script_folder_is_refused(
+        workdir, monkeypatch, capsys):
+    from gradcheck_l2c.cli import main
+
+    (workdir / "pkg").mkdir()
+    (workdir / "pkg" / "__init__.py").write_text("")
+    (workdir / "pkg" / "train.py").write_text(SCRIPT)
+    (workdir / "app").mkdir()
+    (workdir / "app" / "__main__.py").write_text(SCRIPT)
+    (workdir / "app" / "helpers.py").write_text("VALUE = 1\n")
+    monkeypatch.chdir(workdir)
+    assert main(["trace", "--json", "pkg/train.py", "-m", "pkg.train"]) == EXIT_USAGE
+    assert "is the script being traced" in capsys.readouterr().err
+    assert main(["trace", "--sarif", "app/helpers.py", "app"]) == EXIT_USAGE
+    assert "is Python source beside the script" in capsys.readouterr().err
+    assert (workdir / "pkg" / "train.py").read_text() == SCRIPT and not (workdir / "ran").exists()
+
+
+def test_a_python_file_in_a_sibling_folder_whose_name_starts_alike_is_no_source_of_the_script(tmp_path):
+    from gradcheck_l2c.paths import distinct_outputs
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "train.py").write_text(SCRIPT)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "report.py").write_text("")
+    distinct_outputs(str(tmp_path / "run" / "train.py"), {"--json": str(tmp_path / "runs" / "report.py")})

@@ -118,7 +118,9 @@ def test_the_package_requires_a_torch_range_and_graphviz_only(dist):
 def test_the_wheel_ships_the_tool_and_the_reference_but_no_tests(dist):
     names, _ = wheel_metadata(dist["wheel"])
     assert "gradcheck_l2c/cli.py" in names
-    assert "reference/seed_l2c.py" in names
+    assert "gradcheck_l2c_reference/seed_l2c.py" in names
+    assert {name.split("/")[0] for name in names if "/" in name and not name.split("/")[0].endswith(
+        (".dist-info", ".data"))} == {"gradcheck_l2c", "gradcheck_l2c_reference"}  # no generic top-level name
     assert not [name for name in names if name.startswith(("tests/", "benchmarks/", "notebooks/"))]
     (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
     with zipfile.ZipFile(dist["wheel"]) as archive:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import runpy
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,21 @@ def line_of(text: str) -> int:
     return number
 
 
+def run_seed():
+    """Run the question's script as ``python reference/seed_l2c.py`` does: its folder first on ``sys.path``
+    (it imports its sibling ``data.py`` that way, under whichever name the reference is installed)."""
+    sys.path.insert(0, str(SEED.parent))
+    try:
+        runpy.run_path(str(SEED), run_name="__main__")
+    finally:
+        sys.path.remove(str(SEED.parent))
+        sys.modules.pop("data", None)
+
+
 @pytest.fixture(scope="module")
 def seed_trace():
     with trace() as t:
-        runpy.run_path(str(SEED), run_name="__main__")
+        run_seed()
     return t
 
 
@@ -78,10 +90,10 @@ def test_tracing_changes_no_result_bitwise():
 
 
 def test_tracing_the_seed_changes_nothing_it_prints(capfd):
-    runpy.run_path(str(SEED), run_name="__main__")
+    run_seed()
     plain = capfd.readouterr().out
     with trace():
-        runpy.run_path(str(SEED), run_name="__main__")
+        run_seed()
     assert capfd.readouterr().out == plain
     assert "gradient of alpha is None" in plain
 
@@ -100,7 +112,7 @@ def test_recorded_sites_group_the_drawing_by_module():
     from gradcheck_l2c import render
 
     with trace(record_sites=True) as t:
-        runpy.run_path(str(SEED), run_name="__main__")
+        run_seed()
     source = render(t.graphs[0]).source
     assert "label=<CNNCifar.conv1>" in source and "label=<CNNCifar.fc3>" in source
     assert f"seed_l2c.py:{line_of('x = self.fc3(x)')}" in source

@@ -27,6 +27,7 @@ from gradcheck_l2c.judge.detectors import (
     state_dict_alias,
     state_dict_reload,
     tensor_rewrap,
+    untraced_process,
     untraced_thread,
     unused_parameter,
     vanishing_gradient,
@@ -38,5 +39,5 @@ CUTS = {
                    non_differentiable, grad_no_graph)
 }
 SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            autograd_error, state_dict_alias, optimizer, untraced_thread, cut_term, no_update, non_finite,
-            vanishing_gradient, exploding_gradient, dead_units)
+            autograd_error, state_dict_alias, optimizer, untraced_thread, untraced_process, cut_term, no_update,
+            non_finite, vanishing_gradient, exploding_gradient, dead_units)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from gradcheck_l2c.records import Finding
 
 KIND = "unused_parameter"
+#: The autograd node of a graph torch.compile built (AOTAutograd): the ops inside ran compiled.
+COMPILED_NODE = "CompiledFunctionBackward"
 
 
 def scan(run) -> list[Finding]:
@@ -24,6 +26,16 @@ def scan(run) -> list[Finding]:
             continue  # not meant to learn, or no backward ran since it was made
         site = _unused_module_site(run, watched, families) or record.defined_at(watched)
         consumer = record.consumer(watched.key)
+        if consumer == COMPILED_NODE:
+            found.append(run.finding(
+                "non_differentiable", "error" if expected else "warning", watched.name, site,
+                f"{watched.name} is in the loss's graph, but the graph torch.compile built ({consumer}) passed it "
+                "no gradient: a cut inside compiled code, whose operations this backend runs out of the tracer's "
+                "sight.",
+                'find the cut\'s line by tracing with torch.compile(..., backend="eager") or without torch.compile, '
+                "then remove it.",
+            ))
+            continue
         if consumer is not None:
             found.append(run.finding(
                 "non_differentiable", "error" if expected else "warning", watched.name, site,
@@ -78,7 +90,7 @@ class _Families:
             record = self.run.record
             for w in record.watched():
                 if w.trainable():
-                    for module, _ in record.placements(w):
+                    for module, _ in w.placed:
                         self._learnt[module] = self._learnt.get(module, False) or w.ever_grad
         return self._learnt.get(ident, False)
 
@@ -86,7 +98,7 @@ class _Families:
 def _unused_module_site(run, watched, families: _Families):
     """Where user code set the outermost module on the way none of whose parameters learnt (a submodule the
     forward never calls): the parent's ``self.block = Block()``, not the ``nn.Conv2d`` inside the block."""
-    for ident, site in reversed(run.record.placements(watched)):  # the outermost first
+    for ident, site in reversed(watched.placed):  # the outermost first
         if not families.learnt(ident):
             return site
     return None

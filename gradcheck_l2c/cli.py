@@ -1,5 +1,5 @@
-"""The ``gradcheck-l2c`` command: ``trace`` runs a script under the tracer and reports, ``demo`` shows the L2C
-case, ``rules`` lists the rule codes.
+"""The ``gradcheck-l2c`` command: ``trace`` runs a script under the tracer and reports, ``fix`` writes the
+mechanical fixes (``fixcommand.py``), ``demo`` shows the L2C case, ``rules`` lists the rule codes.
 
 ``gradcheck-l2c trace [options] script.py [args...]`` works like ``python script.py [args...]`` (and
 ``-m module`` like ``python -m``): the script's output is untouched, the report goes to stderr when
@@ -16,6 +16,8 @@ from typing import TextIO
 
 import gradcheck_l2c
 from gradcheck_l2c.errors import GradcheckError, UsageError
+from gradcheck_l2c.fixcommand import VALUE_OPTIONS as FIX_VALUE_OPTIONS
+from gradcheck_l2c.fixcommand import add_fix_parser
 from gradcheck_l2c.launch import Report, finish_rank, launch, rank_env
 from gradcheck_l2c.paths import distinct_outputs, output_file, output_folder
 from gradcheck_l2c.present.concise import format_concise
@@ -133,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     rules.set_defaults(handler=_rules_command)
+    add_fix_parser(commands, _count)
     return parser
 
 
@@ -140,11 +143,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Parse the command line; for ``trace`` the script and its arguments are split off first."""
     parser = build_parser()
     argv = list(argv)
-    if argv and argv[0] == "trace":
-        options, target, script_args, as_module = _split_trace_argv(argv[1:])
-        namespace, unknown = parser.parse_known_args(["trace", *options])
+    if argv and argv[0] in ("trace", "fix"):
+        values = _VALUE_OPTIONS if argv[0] == "trace" else FIX_VALUE_OPTIONS
+        options, target, script_args, as_module = _split_trace_argv(argv[1:], values)
+        namespace, unknown = parser.parse_known_args([argv[0], *options])
         if unknown:
-            raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see {PROG} trace --help)")
+            raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see {PROG} {argv[0]} --help)")
         namespace.script = None if as_module else target
         namespace.module = target if as_module else None
         namespace.args = script_args
@@ -170,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
-def _split_trace_argv(argv: list[str]) -> tuple[list[str], str | None, list[str], bool]:
+def _split_trace_argv(argv: list[str], values: frozenset[str] = _VALUE_OPTIONS,
+                      ) -> tuple[list[str], str | None, list[str], bool]:
     """Split ``trace``'s arguments into (tool options, script or module, script arguments, is module).
 
     The tool's options end, as Python's do, at the first word that is not an option (the script),
@@ -190,7 +195,7 @@ def _split_trace_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]
             return argv[:index], word[2:], argv[index + 1:], True
         if not word.startswith("-") or word == "-":
             return argv[:index], word, argv[index + 1:], False
-        index += 2 if word in _VALUE_OPTIONS else 1
+        index += 2 if word in values else 1
     return argv, None, [], False
 
 

@@ -1,0 +1,110 @@
+"""Fixes that register what a module or an optimizer should hold: a tensor attribute becomes an
+``nn.Parameter``, a plain list or dict of modules or Parameters becomes ``nn.ModuleList``/``ModuleDict``/
+``ParameterList``/``ParameterDict``, and a submodule left out of the optimizer joins its siblings there."""
+from __future__ import annotations
+
+from typing import Any
+
+from gradcheck_l2c.fix.source import SourceFile, dotted_name, expression, keyword, method_call, without_keyword
+from gradcheck_l2c.fix.transform import Change, Unfixable
+from gradcheck_l2c.records import Finding
+
+
+def register(source: SourceFile, findings: list[Finding]) -> Change:
+    """``self.w = torch.randn(..., requires_grad=True)`` → ``self.w = nn.Parameter(torch.randn(...))``;
+    ``self.layers = [nn.Linear(...), ...]`` → ``nn.ModuleList([...])`` (Parameters: ``nn.ParameterList``)."""
+    import libcst as cst
+
+    attribute = findings[0].tensor.rpartition(".")[2]
+    assigns = source.on_line(cst.Assign, findings[0].line, lambda node: len(node.targets) == 1 and dotted_name(
+        node.targets[0].target).endswith(f".{attribute}") and dotted_name(node.targets[0].target).count(".") == 1)
+    if len(assigns) != 1:
+        raise Unfixable(f"no single assignment to self.{attribute} on this line")
+    nn = source.nn_alias()
+    if nn is None:
+        raise Unfixable("the file does not import torch or torch.nn by a name the fix could use")
+    again = [source.start(node)[0] for node in source.nodes(cst.AssignTarget) if node is not assigns[0].targets[0]
+             and isinstance(node.target, cst.Attribute) and node.target.attr.value == attribute]
+    if again:
+        raise Unfixable(f".{attribute} is assigned again at line {again[0]}: a registered {attribute} would refuse "
+                        "that value, so the change needs a decision")
+    value = assigns[0].value
+    if _is_container(value):
+        wrapper, summary = _container(value, nn)
+        if wrapper is None:
+            raise Unfixable(summary)
+    elif isinstance(value, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
+        wrapper, summary = f"{nn}.Parameter", "register it as an nn.Parameter"
+    else:
+        raise Unfixable("the value assigned is not one tensor expression")
+
+    def rewrite(node: Any) -> Any:
+        inner = without_keyword(node, "requires_grad") if isinstance(node, cst.Call) and keyword(
+            node, "requires_grad") is not None else node
+        return cst.Call(expression(wrapper), [cst.Arg(inner)])
+
+    change = Change(summary)
+    change.rewrite(value, rewrite)
+    return change
+
+
+def _is_container(node: Any) -> bool:
+    import libcst as cst
+
+    return isinstance(node, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp))
+
+
+def _container(value: Any, nn: str) -> tuple[str | None, str]:
+    """The registering container for a list/dict display, from what its elements are built by."""
+    import libcst as cst
+
+    if isinstance(value, (cst.Dict, cst.DictComp)):
+        elements = [value.value] if isinstance(value, cst.DictComp) else [
+            element.value for element in value.elements if isinstance(element, cst.DictElement)]
+        plural = "Dict"
+    else:
+        elements = [value.elt] if isinstance(value, cst.ListComp) else [element.value for element in value.elements]
+        plural = "List"
+    parameters = [isinstance(e, cst.Call) and dotted_name(e.func).endswith("Parameter") for e in elements]
+    if not elements:
+        return None, "an empty container: what it will hold is not known here"
+    if all(parameters):
+        return f"{nn}.Parameter{plural}", f"register the Parameters: nn.Parameter{plural}"
+    if not any(parameters) and all(isinstance(e, cst.Call) for e in elements):
+        return f"{nn}.Module{plural}", f"register the modules: nn.Module{plural}"
+    return None, "the container mixes Parameters with other values"
+
+
+def add_to_optimizer(source: SourceFile, findings: list[Finding]) -> Change:
+    """``Adam(model.encoder.parameters())`` missing ``AutoEncoder.decoder.*`` →
+    ``Adam([*model.encoder.parameters(), *model.decoder.parameters()])``: the submodule joins the optimizer
+    that holds its siblings."""
+    import libcst as cst
+
+    calls = source.on_line(cst.Call, findings[0].line, lambda node: bool(node.args) and method_call(
+        node.args[0].value, "parameters") and node.args[0].keyword is None)
+    if len(calls) != 1:
+        raise Unfixable("the optimizer on this line is not built from one submodule's parameters()")
+    given = dotted_name(calls[0].args[0].value.func.value)
+    owner, _, held = given.partition(".")
+    missing = []
+    for finding in findings:
+        parts = finding.tensor.split(".")
+        path = ".".join(parts[1:-1])
+        if len(parts) < 3 or not all(part.isidentifier() for part in parts[1:-1]) or not held:
+            raise Unfixable(f"{finding.tensor} is not a named submodule beside {given}")
+        if path == held or path.startswith(held + "."):
+            raise Unfixable(f"{finding.tensor} is inside {given} already")
+        if path not in missing:
+            missing.append(path)
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    extra = [cst.StarredElement(expression(f"{owner}.{path}.parameters()")) for path in missing]
+
+    def rewrite(node: Any) -> Any:
+        spread = [cst.StarredElement(node.args[0].value, comma=comma)]
+        spread += [element.with_changes(comma=comma) for element in extra[:-1]] + extra[-1:]
+        return node.with_changes(args=[node.args[0].with_changes(value=cst.List(spread)), *node.args[1:]])
+
+    change = Change("add " + ", ".join(f"{owner}.{path}" for path in missing) + " to the optimizer")
+    change.rewrite(calls[0], rewrite)
+    return change

@@ -66,7 +66,6 @@ def fix_command(options: argparse.Namespace) -> int:
     if (options.max_steps is not None or options.max_seconds is not None) and not options.verify:
         raise UsageError("--max-steps and --max-seconds go with --verify")
     from gradcheck_l2c.fix.applier import patched, project_root, unified_diff, write_patched
-    from gradcheck_l2c.fix.planner import plan_fixes
 
     stderr = sys.stderr
     runner = ScriptRunner(options.script, options.args)
@@ -75,20 +74,13 @@ def fix_command(options: argparse.Namespace) -> int:
     except SyntaxError as exc:
         show_exception(exc)
         return EXIT_FINDINGS
-    with contextlib.redirect_stdout(stderr):
-        tracer, outcome = traced_run(runner, watch=options.watch, record_sites=False, stream=stderr,
-                                     show_status=False)
-    findings, watched = tracer.findings, tracer.watched
-    plan = plan_fixes(findings)
-    findings = [dataclasses.replace(finding, fix_diff=unified_diff(patched([edit])))
-                if (edit := plan.edit_for(finding)) is not None else finding for finding in findings]
-    fixed = {finding.key() for finding in findings if plan.edit_for(finding) is not None}
-    if options.verify:
-        findings, fixed = _verified(options, plan, findings, watched, outcome, runner.filename)
+    result = run_fix(runner, watch=options.watch, verify=options.verify, max_steps=options.max_steps,
+                     max_seconds=options.max_seconds)
+    findings, watched, plan = result.findings, result.watched, result.plan
     stderr.write(format_report(findings, watched, color=False))
     texts = patched(plan.edits)
     errors = {finding.key() for finding in findings if finding.severity == "error" and not finding.suppressed}
-    code = EXIT_OK if errors <= fixed else EXIT_FINDINGS
+    code = EXIT_OK if errors <= result.fixed else EXIT_FINDINGS
     if options.json:
         write_json(options.json, json_document(script=runner.filename or "", argv=[runner.argv0, *runner.args],
                                                exit_code=code, watched=watched, findings=findings))
@@ -108,18 +100,53 @@ def fix_command(options: argparse.Namespace) -> int:
     return code
 
 
-def _verified(options: argparse.Namespace, plan: Any, findings: list[Finding], watched: Any, outcome: Any,
-              script: str) -> tuple[list[Finding], set[tuple]]:
+@dataclasses.dataclass
+class FixResult:
+    """What ``fix`` found: the findings (with ``fix_diff``, and verdicts when verified), the watched tensors, the
+    plan of edits, and the keys of the findings whose fix works (with ``--verify``) or exists (without)."""
+
+    findings: list[Finding]
+    watched: list[Any]
+    plan: Any
+    fixed: set[tuple]
+
+
+def run_fix(runner: ScriptRunner, *, watch: list[str] | None = None, verify: bool = False,
+            max_steps: int | None = None, max_seconds: float | None = None) -> FixResult:
+    """Trace a prepared script (its output on stderr), plan the mechanical fixes, and verify them if asked."""
+    from gradcheck_l2c.fix.applier import patched, unified_diff
+    from gradcheck_l2c.fix.planner import plan_fixes
+
+    with contextlib.redirect_stdout(sys.stderr):
+        tracer, outcome = traced_run(runner, watch=watch, record_sites=False, stream=sys.stderr, show_status=False)
+    findings, watched = tracer.findings, tracer.watched
+    plan = plan_fixes(findings)
+    findings = [dataclasses.replace(finding, fix_diff=unified_diff(patched([edit])))
+                if (edit := plan.edit_for(finding)) is not None else finding for finding in findings]
+    fixed = {finding.key() for finding in findings if plan.edit_for(finding) is not None}
+    if verify:
+        findings, fixed = _verified(runner, plan, findings, watched, outcome, watch, max_steps, max_seconds)
+    return FixResult(findings, watched, plan, fixed)
+
+
+def _verified(runner: ScriptRunner, plan: Any, findings: list[Finding], watched: Any, outcome: Any,
+              watch: list[str] | None, max_steps: int | None, max_seconds: float | None,
+              ) -> tuple[list[Finding], set[tuple]]:
     """The findings with their verdicts, from reruns of the patched copy, and the keys of those whose fix
     works (alone, or with the other fixes on the same path)."""
+    from gradcheck_l2c.fix.applier import patched, unified_diff
     from gradcheck_l2c.fix.verifier import verify
     from gradcheck_l2c.rerun import ScratchRuns, original_run
 
+    script = runner.filename or runner.target
     original = original_run(findings, watched, outcome, os.path.dirname(script))
-    runs = ScratchRuns(script, options.args, watch=options.watch, max_steps=options.max_steps,
-                       max_seconds=options.max_seconds)
+    runs = ScratchRuns(script, runner.args, watch=watch, max_steps=max_steps, max_seconds=max_seconds)
     verdicts = verify(plan, findings, original, runs)
+    revealed = [dataclasses.replace(finding, fix_diff=unified_diff(patched([plan.edit_for(finding)])),
+                                    severity="error") for finding in plan.revealed]
+    shown = {finding.key() for finding in revealed}
     judged = [dataclasses.replace(finding, verified=verdicts[finding.key()].status,
-                                  verify_note=verdicts[finding.key()].note)
-              if finding.key() in verdicts else finding for finding in findings]
+                                  verify_note=("found by the rerun, behind a fixed cut; " if finding.key() in shown
+                                               else "") + verdicts[finding.key()].note)
+              if finding.key() in verdicts else finding for finding in [*findings, *revealed]]
     return judged, {key for key, verdict in verdicts.items() if verdict.status == "verified" or verdict.joint}

@@ -29,9 +29,16 @@ def make_leaf(source: SourceFile, findings: list[Finding]) -> Change:
         origin = _earlier_leaf(source, assign, name)
         summary = f"make the rebound {name} the leaf: requires_grad moves from line {source.start(origin)[0]} here"
     change = Change(summary)
-    change.rewrite(origin, lambda node: without_keyword(node, "requires_grad"))
+    change.rewrite(origin, _not_a_leaf)
     change.rewrite(assign.value, lambda node: cst.Call(cst.Attribute(parenthesized(node), cst.Name("requires_grad_"))))
     return change
+
+
+def _not_a_leaf(call: Any) -> Any:
+    """The factory call without ``requires_grad=True``; ``nn.Parameter(t, ...)`` as ``t``."""
+    if dotted_name(call.func).endswith("Parameter"):
+        return call.args[0].value
+    return without_keyword(call, "requires_grad")
 
 
 def _requires_grad(call: Any) -> bool:
@@ -52,7 +59,10 @@ def _earlier_leaf(source: SourceFile, assign: Any, name: str) -> Any:
     earlier = [node for node in source.nodes(cst.Assign) if source.start(node)[0] < line and len(node.targets) == 1
                and isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value == name
                and source.enclosing(node, (cst.IndentedBlock, cst.Module)) is block]
-    if not earlier or not isinstance(earlier[-1].value, cst.Call) or not _requires_grad(earlier[-1].value):
+    value = earlier[-1].value if earlier else None
+    if isinstance(value, cst.Call) and dotted_name(value.func).endswith("Parameter") and value.args:
+        return value  # nn.Parameter(t): the rebinding becomes the leaf, t stays a plain tensor
+    if not isinstance(value, cst.Call) or not _requires_grad(value):
         raise Unfixable(f"no {name} = ...(requires_grad=True) earlier in the same block to move requires_grad from")
-    return earlier[-1].value
+    return value
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from gradcheck_l2c.fix import cuts, leaves, numbers, registration, snapshots
+from gradcheck_l2c.fix import cuts, leaves, numbers, optimizers, registration, snapshots
 from gradcheck_l2c.fix.source import SourceFile
 from gradcheck_l2c.fix.transform import Change, Unfixable
 from gradcheck_l2c.records import Finding
@@ -21,7 +21,7 @@ TRANSFORMATIONS: dict[str, Transformation] = {
     "detach": cuts.drop_detach,
     "data_attr": cuts.drop_data,
     "non_parameter_tensor": registration.register,
-    "optimizer": registration.add_to_optimizer,
+    "optimizer": optimizers.include_missing,
     "state_dict_alias": snapshots.clone_snapshot,
     "state_dict_reload": snapshots.functional_call,
     "non_leaf_watched": leaves.make_leaf,
@@ -52,10 +52,13 @@ class Edit:
 
 @dataclass
 class FixPlan:
-    """The edits planned for a run's findings, in the findings' order, and why the others have none."""
+    """The edits planned for a run's findings, in the findings' order, and why the others have none;
+    ``revealed``: findings only a rerun of the patched copy gave (a cut behind a fixed one), planned too."""
 
     edits: list[Edit] = field(default_factory=list)
     reasons: dict[tuple[str, str, str, int], str] = field(default_factory=dict)
+    revealed: list[Finding] = field(default_factory=list)
+    sources: dict[str, SourceFile] = field(default_factory=dict)
 
     def edit_for(self, finding: Finding) -> Edit | None:
         """The edit that answers ``finding`` (the one of its kind at its line)."""
@@ -63,9 +66,10 @@ class FixPlan:
             finding.kind, finding.file, finding.line)), None)
 
 
-def plan_fixes(findings: Iterable[Finding]) -> FixPlan:
-    """Plan a source change for every finding whose kind has a transformation and whose line it can read."""
-    plan = FixPlan()
+def plan_fixes(findings: Iterable[Finding], plan: FixPlan | None = None) -> FixPlan:
+    """Plan a source change for every finding whose kind has a transformation and whose line it can read
+    (added to ``plan`` when given: its files' parses are shared, so all edits of a file apply together)."""
+    plan = plan if plan is not None else FixPlan()
     groups: dict[tuple[str, str, int], list[Finding]] = {}
     for finding in findings:
         if finding.suppressed:
@@ -76,7 +80,7 @@ def plan_fixes(findings: Iterable[Finding]) -> FixPlan:
             plan.reasons[finding.key()] = "the line is not in a file that can be read"
         else:
             groups.setdefault((finding.kind, finding.file, finding.line), []).append(finding)
-    sources: dict[str, SourceFile] = {}
+    sources = plan.sources
     for (kind, file, _), group in groups.items():
         try:
             if file not in sources:

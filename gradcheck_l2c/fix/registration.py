@@ -1,11 +1,11 @@
 """Fixes that register what a module or an optimizer should hold: a tensor attribute becomes an
 ``nn.Parameter``, a plain list or dict of modules or Parameters becomes ``nn.ModuleList``/``ModuleDict``/
-``ParameterList``/``ParameterDict``, and a submodule left out of the optimizer joins its siblings there."""
+``ParameterList``/``ParameterDict``."""
 from __future__ import annotations
 
 from typing import Any
 
-from gradcheck_l2c.fix.source import SourceFile, dotted_name, expression, keyword, method_call, without_keyword
+from gradcheck_l2c.fix.source import SourceFile, dotted_name, expression, keyword, without_keyword
 from gradcheck_l2c.fix.transform import Change, Unfixable
 from gradcheck_l2c.records import Finding
 
@@ -73,38 +73,3 @@ def _container(value: Any, nn: str) -> tuple[str | None, str]:
     if not any(parameters) and all(isinstance(e, cst.Call) for e in elements):
         return f"{nn}.Module{plural}", f"register the modules: nn.Module{plural}"
     return None, "the container mixes Parameters with other values"
-
-
-def add_to_optimizer(source: SourceFile, findings: list[Finding]) -> Change:
-    """``Adam(model.encoder.parameters())`` missing ``AutoEncoder.decoder.*`` →
-    ``Adam([*model.encoder.parameters(), *model.decoder.parameters()])``: the submodule joins the optimizer
-    that holds its siblings."""
-    import libcst as cst
-
-    calls = source.on_line(cst.Call, findings[0].line, lambda node: bool(node.args) and method_call(
-        node.args[0].value, "parameters") and node.args[0].keyword is None)
-    if len(calls) != 1:
-        raise Unfixable("the optimizer on this line is not built from one submodule's parameters()")
-    given = dotted_name(calls[0].args[0].value.func.value)
-    owner, _, held = given.partition(".")
-    missing = []
-    for finding in findings:
-        parts = finding.tensor.split(".")
-        path = ".".join(parts[1:-1])
-        if len(parts) < 3 or not all(part.isidentifier() for part in parts[1:-1]) or not held:
-            raise Unfixable(f"{finding.tensor} is not a named submodule beside {given}")
-        if path == held or path.startswith(held + "."):
-            raise Unfixable(f"{finding.tensor} is inside {given} already")
-        if path not in missing:
-            missing.append(path)
-    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    extra = [cst.StarredElement(expression(f"{owner}.{path}.parameters()")) for path in missing]
-
-    def rewrite(node: Any) -> Any:
-        spread = [cst.StarredElement(node.args[0].value, comma=comma)]
-        spread += [element.with_changes(comma=comma) for element in extra[:-1]] + extra[-1:]
-        return node.with_changes(args=[node.args[0].with_changes(value=cst.List(spread)), *node.args[1:]])
-
-    change = Change("add " + ", ".join(f"{owner}.{path}" for path in missing) + " to the optimizer")
-    change.rewrite(calls[0], rewrite)
-    return change

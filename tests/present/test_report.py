@@ -161,7 +161,8 @@ def test_json_document_holds_every_field():
                     {"name": "Net.fc.weight", "got_grad": True, "shape": [2, 3]}],
         "findings": [{"kind": "item", "severity": "error", "tensor": "Net.alpha", "file": HERE, "line": 10,
                       "code": "y = w.item()", "message": findings[0].message, "fix": findings[0].fix,
-                      "count": 4, "related": [], "column": None, "suppressed": False}],
+                      "count": 4, "related": [], "column": None, "suppressed": False,
+                      "fix_diff": "", "verified": "", "verify_note": ""}],
     }
 
 

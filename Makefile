@@ -68,6 +68,7 @@ bench: setup
 	$(PY) benchmarks/l2c_scale.py
 	$(PY) benchmarks/trace_overhead.py
 	$(PY) benchmarks/render_scale.py
+	$(PY) benchmarks/fix_corpus.py
 
 clean:
 	rm -rf $(VENV) $(COMPAT_VENV) gradcheck-out .pytest_cache

@@ -6,11 +6,14 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterable
 
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.fix.planner import Edit
+
+_WRITABLE = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 
 def patched(edits: Iterable[Edit]) -> dict[str, tuple[str, str]]:
@@ -60,7 +63,7 @@ def refusals(files: Iterable[str], root: str) -> list[tuple[str, bool]]:
     for file in files:
         if os.path.commonpath([os.path.abspath(file), root]) != root:
             found.append((f"{file} is outside the project {root}", False))
-        elif not os.access(file, os.W_OK):
+        elif not os.access(file, os.W_OK) or not os.stat(file).st_mode & _WRITABLE:  # marked read-only: even root
             found.append((f"{file} is not writable", False))
         elif _uncommitted(file):
             found.append((f"{file} has uncommitted changes (commit or stash them, or pass --force)", True))

@@ -1,11 +1,12 @@
 """``--verify``: run the patched copy under the tracer again and judge each fix by what that run gave.
 
 A fix is **verified** when its finding is gone, the watched tensor it was about now gets a gradient, and the
-script ends no worse than before; **not enough** when the tensor still gets none (the next cause on the same
-path is named) or the patched script now fails; **not checked** when there is no mechanical fix or the run
-hit its step or time limit before it ended (what ran before says nothing about what did not). The edits that cut one tensor's path are tried together, in the order the values
-flowed: the first alone, then the first two, and so on, each finding judged by the smallest set holding its
-own fix (the seed's ``.item()`` alone is not enough; with the ``load_state_dict`` fix it is verified)."""
+script ends no worse than before (or, for a cut, ends later than the gradient arrived); **not enough** when the
+tensor still gets none (the next cause on the same path is named) or the patched script now fails; **not
+checked** when there is no mechanical fix or the run hit its step or time limit before it ended. The edits that
+cut one tensor's path are tried together, in the order the values flowed: the first alone, then the first two,
+and so on, each finding judged by the smallest set holding its own fix (the seed's ``.item()`` alone is not
+enough; with the ``load_state_dict`` fix it is verified)."""
 from __future__ import annotations
 
 import os

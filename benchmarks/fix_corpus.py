@@ -3,8 +3,8 @@
 For every ``tests/cases/*/bug.py`` (run as the CLI runs a script), traces it, plans the mechanical fixes and
 verifies them in a scratch copy, then prints one row per case: the kind the case expects (tests/cases/
 expected.json), whether that kind has a mechanical fix, and the verdict on the finding at the expected line
-(verified, verified with the other fixes on its path, not enough, not checked, or no such finding). The last
-lines give the share of verified fixes among the cases whose kind has a mechanical fix (the goal is 70%).
+(verified, verified with the other fixes on its path, not enough, not checked, or no such finding), and how
+many of all its findings were verified / not enough / not checked. The last lines give the share of verified fixes among the cases whose kind has a mechanical fix (the goal is 70%).
 
     python benchmarks/fix_corpus.py [--max-seconds 20] [--case PREFIX]
 """
@@ -26,21 +26,23 @@ from gradcheck_l2c.runner import ScriptRunner
 CASES = Path(__file__).resolve().parents[1] / "tests" / "cases"
 
 
-def verdict(case: dict, max_seconds: float) -> tuple[str, str]:
-    """The verdict on the case's expected finding, and its note."""
+def verdict(case: dict, max_seconds: float) -> tuple[str, str, dict[str, int]]:
+    """The verdict on the case's expected finding, its note, and how many of all its findings got each verdict."""
     script = CASES / case["case"] / "bug.py"
     runner = ScriptRunner(str(script))
     runner.prepare()
     with contextlib.redirect_stderr(io.StringIO()):
         result = run_fix(runner, verify=True, max_seconds=max_seconds)
+    tally = {status: sum(1 for finding in result.findings if finding.verified == status)
+             for status in ("verified", "not enough", "not checked")}
     matching = [finding for finding in result.findings
                 if finding.kind == case["kind"] and finding.line == case["line"] and finding.file == str(script)]
     if not matching:
-        return "no finding", "the trace does not give the expected finding"
+        return "no finding", "the trace does not give the expected finding", tally
     finding = matching[0]
     if finding.key() in result.fixed and finding.verified != "verified":
-        return "verified (joint)", finding.verify_note
-    return finding.verified, finding.verify_note
+        return "verified (joint)", finding.verify_note, tally
+    return finding.verified, finding.verify_note, tally
 
 
 def main() -> int:
@@ -52,14 +54,19 @@ def main() -> int:
     cases = [case for case in json.loads((CASES / "expected.json").read_text())
              if case["case"].startswith(options.case) and case.get("entry", "script") == "script"]
     counts: dict[str, int] = {}
-    print(f"{'case':45} {'kind':22} {'mechanical':10} verdict")
+    every: dict[str, int] = {}
+    print(f"{'case':45} {'kind':22} {'mechanical':10} {'all findings V/NE/NC':20} verdict on the expected one")
     for case in cases:
         mechanical = case["kind"] in TRANSFORMATIONS
-        status, note = verdict(case, options.max_seconds)
+        status, note, tally = verdict(case, options.max_seconds)
+        for name, number in tally.items():
+            every[name] = every.get(name, 0) + number
         if mechanical:
             counts[status] = counts.get(status, 0) + 1
-        print(f"{case['case']:45} {case['kind']:22} {'yes' if mechanical else 'no':10} {status}"
-              + (f": {note[:110]}" if status != "verified" and mechanical else ""))
+        shown = "/".join(str(number) for number in tally.values())
+        print(f"{case['case']:45} {case['kind']:22} {'yes' if mechanical else 'no':10} {shown:20} {status}"
+              + (f": {note[:100]}" if status != "verified" and mechanical else ""))
+    print("\nall findings of all cases: " + ", ".join(f"{name}: {number}" for name, number in every.items()))
     total = sum(counts.values())
     verified = counts.get("verified", 0) + counts.get("verified (joint)", 0)
     print(f"\ncases whose kind has a mechanical fix: {total}; " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))

@@ -156,8 +156,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         return namespace
     namespace = parser.parse_args(argv)
     if namespace.command is None:
-        raise UsageError(f"missing command: `{PROG} trace script.py`, `{PROG} demo` or `{PROG} rules` "
-                         f"(see {PROG} --help)")
+        raise UsageError(f"missing command: `{PROG} trace script.py`, `{PROG} fix script.py`, `{PROG} demo` or "
+                         f"`{PROG} rules` (see {PROG} --help)")
     return namespace
 
 

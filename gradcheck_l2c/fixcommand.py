@@ -4,13 +4,14 @@ whose fix is mechanical into a source change, print it as a unified diff (the de
 uncommitted changes unless ``--force``), and with ``--verify`` run the patched copy to see whether it works.
 
 The script's own output goes to stderr here, so stdout carries only the diff. The report on stderr shows each
-finding with its diff and, with ``--verify``, its verdict.
+finding with its diff and, with ``--verify``, its verdict; then the diff printed or written holds only the
+fixes that verified (alone or with the others on their path).
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import contextlib
+import dataclasses
 import os
 import sys
 from typing import Any
@@ -78,7 +79,9 @@ def fix_command(options: argparse.Namespace) -> int:
                      max_seconds=options.max_seconds)
     findings, watched, plan = result.findings, result.watched, result.plan
     stderr.write(format_report(findings, watched, color=False))
-    texts = patched(plan.edits)
+    chosen = [edit for edit in plan.edits if not options.verify or any(
+        finding.key() in result.fixed for finding in edit.findings)]  # with --verify, only what works
+    texts = patched(chosen)
     errors = {finding.key() for finding in findings if finding.severity == "error" and not finding.suppressed}
     code = EXIT_OK if errors <= result.fixed else EXIT_FINDINGS
     if options.json:
@@ -90,7 +93,8 @@ def fix_command(options: argparse.Namespace) -> int:
         write_sarif(options.sarif, sarif_document(findings, version=__version__,
                                                   root=project_root(runner.filename), exit_code=code))
     if not texts:
-        print("gradcheck-l2c fix: no finding has a mechanical fix; the fixes in words are above.", file=stderr)
+        print("gradcheck-l2c fix: no finding has a mechanical fix" + (" that verified" if options.verify else "")
+              + "; the report above says why.", file=stderr)
     elif options.write:
         for file in write_patched(texts, project_root(runner.filename), force=options.force):
             print(f"gradcheck-l2c fix: wrote {os.path.relpath(file)} (the original is {os.path.relpath(file)}.orig)",

@@ -1,6 +1,7 @@
-"""``fix --verify``'s runs: the script's folder copied to a scratch folder, the patched texts written there,
-the copy run under a new trace with a step and time limit, and what it reported mapped back to the original
-files and lines (the :class:`~gradcheck_l2c.fix.verifier.Rerun` the verifier judges).
+"""``fix --verify``'s runs: the script's folder copied to a scratch folder (its Python files; other files are
+linked), the patched texts written there, the copy run under a new trace with a step and time limit, and what
+it reported mapped back to the original files and lines (the :class:`~gradcheck_l2c.fix.verifier.Rerun` the
+verifier judges).
 
 The copy runs in this process, as ``trace`` runs scripts; modules imported from the script's folder are
 forgotten before and put back after, so the copy imports its own (patched) siblings.
@@ -27,6 +28,14 @@ from gradcheck_l2c.runner import Outcome, ScriptRunner, run_script
 
 #: What the copy leaves out: caches and version control, never needed to run.
 _IGNORED = shutil.ignore_patterns("__pycache__", ".git", "*.pyc", "*.orig")
+
+
+def _copy_or_link(source: str, target: str) -> None:
+    """Python files are copied (they may be patched); anything else (data, weights) is linked, not copied."""
+    if source.endswith(".py"):
+        shutil.copy2(source, target)
+    else:
+        os.symlink(os.path.abspath(source), target)
 
 
 class LimitReached(BaseException):
@@ -61,9 +70,11 @@ class ScratchRuns:
             return Rerun([], [], checked=False, note=f"{outside[0]} is outside the script's folder, which is copied")
         with tempfile.TemporaryDirectory(prefix="gradcheck-fix-") as scratch:
             copy = os.path.join(scratch, os.path.basename(self.folder))
-            shutil.copytree(self.folder, copy, ignore=_IGNORED)
+            shutil.copytree(self.folder, copy, ignore=_IGNORED, copy_function=_copy_or_link)
             to_copy = {file: os.path.join(copy, os.path.relpath(file, self.folder)) for file in texts}
             for file, (_, new) in texts.items():
+                if os.path.islink(to_copy[file]):  # never write through a link into the original
+                    os.unlink(to_copy[file])
                 with open(to_copy[file], "w", encoding="utf-8") as handle:
                     handle.write(new)
             back = {target: (file, line_map(texts[file][1], texts[file][0])) for file, target in to_copy.items()}

@@ -27,7 +27,7 @@ def keep_tensor(source: SourceFile, findings: list[Finding]) -> Change:
     change = Change("keep the tensor: drop " + ", ".join(
         ".item()" if method_call(call, "item") else "float()" for call in calls))
     for call in calls:
-        change.rewrite(call, lambda node: _kept(source, node))
+        change.rewrite(call, _kept)
     return change
 
 
@@ -61,8 +61,7 @@ def stack_or_itself(source: SourceFile, findings: list[Finding]) -> Change:
         else:
             result = parenthesized(inner) if moves else inner
         if moves:
-            result = cst.Call(cst.Attribute(result, cst.Name("to")),
-                              [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in _commas(moves)])
+            result = cst.Call(cst.Attribute(result, cst.Name("to")), _commas(moves))
         return parenthesized(result) if not combines and not moves and _needs_parens(source, call) else result
 
     change = Change("combine the tensors with torch.stack" if combines else "use the tensor itself")
@@ -71,13 +70,16 @@ def stack_or_itself(source: SourceFile, findings: list[Finding]) -> Change:
 
 
 def _commas(arguments: list[Any]) -> list[Any]:
+    """The arguments separated by ``, `` and without a trailing comma."""
     import libcst as cst
 
-    return [arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            for arg in arguments[:-1]] + arguments[-1:]
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return [arg.with_changes(comma=comma) for arg in arguments[:-1]] + [
+        arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in arguments[-1:]]
 
 
-def _kept(source: SourceFile, call: Any) -> Any:
+def _kept(call: Any) -> Any:
+    """``x.item()`` → ``x``; ``float(x)`` → ``x`` (in parentheses where it needs them)."""
     import libcst as cst
 
     if isinstance(call.func, cst.Attribute):  # x.item()

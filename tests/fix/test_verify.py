@@ -90,3 +90,22 @@ def test_a_run_stopped_by_its_step_limit_is_not_checked(one_torch_thread):
     found, _ = fixed(CASES / "f1_detach_backward_raises" / "bug.py", max_steps=0)
     assert found[("detach", 10)].verified == "not checked"
     assert "0 optimizer steps" in found[("detach", 10)].verify_note
+
+
+def test_with_verify_the_printed_diff_holds_only_the_fixes_that_work(tmp_path, monkeypatch, capsys):
+    from gradcheck_l2c.cli import main
+
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "w = torch.ones(3, requires_grad=True)\n"
+        "b = torch.zeros(3, requires_grad=True)\n"
+        "loss = w.sum().detach() * 2\n"
+        "loss.requires_grad_()\n"
+        "loss.backward()\n"
+        "shift = b.sum().item()  # no backward ever reaches b: dropping .item() cannot help\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["fix", "--verify", "train.py"]) == 1  # the error on b has no working fix
+    out = capsys.readouterr()
+    assert "+loss = w.sum() * 2\n" in out.out and "-shift" not in out.out
+    assert "verified: w gets a gradient" in out.err and "not enough: b still gets no gradient" in out.err
+    assert "+shift = b.sum()  # no backward" in out.err  # the report still shows the fix that did not work

@@ -103,3 +103,11 @@ def test_fix_without_libcst_says_how_to_install_it(project, monkeypatch, capsys)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "libcst" else find_spec(name, *a))
     assert main(["fix", str(project / "train.py")]) == 2
     assert "pip install 'gradcheck-l2c[fix]'" in capsys.readouterr().err
+
+
+def test_options_end_at_the_script_and_the_rest_goes_to_it():
+    from gradcheck_l2c.cli import parse_args
+
+    options = parse_args(["fix", "--verify", "--max-steps", "2", "train.py", "--write", "--lr", "3"])
+    assert (options.script, options.args) == ("train.py", ["--write", "--lr", "3"])
+    assert options.verify and options.max_steps == 2 and not options.write

@@ -102,7 +102,8 @@ def test_with_verify_the_printed_diff_holds_only_the_fixes_that_work(tmp_path, m
         "loss = w.sum().detach() * 2\n"
         "loss.requires_grad_()\n"
         "loss.backward()\n"
-        "shift = b.sum().item()  # no backward ever reaches b: dropping .item() cannot help\n")
+        "shift = b.sum().item()  # no backward ever reaches b: dropping .item() cannot help\n"
+        "print(w.grad, b.grad, shift)\n")
     monkeypatch.chdir(tmp_path)
     assert main(["fix", "--verify", "train.py"]) == 1  # the error on b has no working fix
     out = capsys.readouterr()

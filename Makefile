@@ -13,7 +13,7 @@ COMPAT_PY := $(COMPAT_VENV)/bin/python
 COMPAT_INSTALLED := $(COMPAT_VENV)/.installed-$(COMPAT_TORCH)
 # The [test] extra less torchvision, whose wheels are built for one torch release each (the reference
 # imports it only to download CIFAR-10), and less build/twine (the wheel test runs in `make test`).
-COMPAT_DEPS := '.[notebook]' numpy tqdm scikit-learn pytest nbclient nbformat jsonschema
+COMPAT_DEPS := '.[notebook,fix]' numpy tqdm scikit-learn pytest nbclient nbformat jsonschema
 # The wheel test installs its own torch; the notebook and the reference's multi-process runs test the
 # reference, not the tracer, and are the slowest files: they run in `make test` only, to keep CI short.
 COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py \
@@ -75,6 +75,7 @@ bench: setup
 	$(PY) benchmarks/l2c_scale.py
 	$(PY) benchmarks/trace_overhead.py
 	$(PY) benchmarks/render_scale.py
+	$(PY) benchmarks/fix_corpus.py
 
 clean:
 	rm -rf $(VENV) $(COMPAT_VENV) gradcheck-out .pytest_cache

@@ -1,5 +1,5 @@
-"""The ``gradcheck-l2c`` command: ``trace`` runs a script under the tracer and reports, ``demo`` shows the L2C
-case, ``rules`` lists the rule codes.
+"""The ``gradcheck-l2c`` command: ``trace`` runs a script under the tracer and reports, ``fix`` writes the
+mechanical fixes (``fixcommand.py``), ``demo`` shows the L2C case, ``rules`` lists the rule codes.
 
 ``gradcheck-l2c trace [options] script.py [args...]`` works like ``python script.py [args...]`` (and
 ``-m module`` like ``python -m``): the script's output is untouched, the report goes to stderr when
@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from typing import TextIO
 
 import gradcheck_l2c
-from gradcheck_l2c.cli_words import count, split_trace_argv
+from gradcheck_l2c.cli_words import VALUE_OPTIONS, count, split_trace_argv
 from gradcheck_l2c.errors import GradcheckError, UsageError
+from gradcheck_l2c.fixcommand import VALUE_OPTIONS as FIX_VALUE_OPTIONS
+from gradcheck_l2c.fixcommand import add_fix_parser
 from gradcheck_l2c.launch import Report, finish_rank, launch, rank_env
 from gradcheck_l2c.paths import distinct_outputs, output_file, output_folder
 from gradcheck_l2c.present.concise import format_concise
@@ -137,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     rules.set_defaults(handler=_rules_command)
+    add_fix_parser(commands, count)
     return parser
 
 
@@ -144,11 +147,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Parse the command line; for ``trace`` the script and its arguments are split off first."""
     parser = build_parser()
     argv = list(argv)
-    if argv and argv[0] == "trace":
-        options, target, script_args, as_module = split_trace_argv(argv[1:])
-        namespace, unknown = parser.parse_known_args(["trace", *options])
+    if argv and argv[0] in ("trace", "fix"):
+        values = VALUE_OPTIONS if argv[0] == "trace" else FIX_VALUE_OPTIONS
+        options, target, script_args, as_module = split_trace_argv(argv[1:], values)
+        namespace, unknown = parser.parse_known_args([argv[0], *options])
         if unknown:
-            raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see {PROG} trace --help)")
+            raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see {PROG} {argv[0]} --help)")
         namespace.script = None if as_module else target
         namespace.module = target if as_module else None
         namespace.args = script_args
@@ -156,8 +160,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         return namespace
     namespace = parser.parse_args(argv)
     if namespace.command is None:
-        raise UsageError(f"missing command: `{PROG} trace script.py`, `{PROG} demo` or `{PROG} rules` "
-                         f"(see {PROG} --help)")
+        raise UsageError(f"missing command: `{PROG} trace script.py`, `{PROG} fix script.py`, `{PROG} demo` or "
+                         f"`{PROG} rules` (see {PROG} --help)")
     return namespace
 
 

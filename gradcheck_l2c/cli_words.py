@@ -7,12 +7,14 @@ import argparse
 from gradcheck_l2c.errors import UsageError
 
 # Options of ``trace`` that take a value; needed to find where the script's own arguments begin.
-_VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--gitlab-codequality", "--output-format", "--fail-on",
+VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--gitlab-codequality", "--output-format", "--fail-on",
                             "--max-findings", "--render", "--html", "--format", "--nproc-per-node"})
 
 
-def split_trace_argv(argv: list[str]) -> tuple[list[str], str | None, list[str], bool]:
-    """Split ``trace``'s arguments into (tool options, script or module, script arguments, is module).
+def split_trace_argv(argv: list[str], values: frozenset[str] = VALUE_OPTIONS,
+                     ) -> tuple[list[str], str | None, list[str], bool]:
+    """Split ``trace``'s (or ``fix``'s, whose ``values`` differ) arguments into (tool options, script or
+    module, script arguments, is module).
 
     The tool's options end, as Python's do, at the first word that is not an option (the script),
     after ``-m MODULE``, or at ``--``; every word after that belongs to the script, verbatim.
@@ -31,7 +33,7 @@ def split_trace_argv(argv: list[str]) -> tuple[list[str], str | None, list[str],
             return argv[:index], word[2:], argv[index + 1:], True
         if not word.startswith("-") or word == "-":
             return argv[:index], word, argv[index + 1:], False
-        index += 2 if word in _VALUE_OPTIONS else 1
+        index += 2 if word in values else 1
     return argv, None, [], False
 
 

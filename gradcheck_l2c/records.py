@@ -33,7 +33,9 @@ class Finding:
     place) happened during the trace; ``related`` are other places that belong to it (where the symptom
     showed, where the tensor was defined). ``suppressed``: a ``# gradcheck: ignore`` comment on the line
     silenced it; it stays in JSON and SARIF but is not listed and fails nothing. ``ranks``: in a report
-    merged from a distributed run, the ranks that found it (empty otherwise).
+    merged from a distributed run, the ranks that found it (empty otherwise). ``fix_diff``: the fix as a
+    unified diff when ``gradcheck-l2c fix`` found it mechanical; ``verified``: what ``fix --verify`` made of it
+    (``verified``, ``not enough``, ``not checked``; empty when not asked), ``verify_note`` says why.
     """
 
     kind: str
@@ -49,6 +51,9 @@ class Finding:
     column: int | None = None
     suppressed: bool = False
     ranks: tuple[int, ...] = ()
+    fix_diff: str = ""
+    verified: str = ""
+    verify_note: str = ""
 
     def key(self) -> tuple[str, str, str, int]:
         """What makes two findings the same one (from two backward passes, or two ranks): the kind, the

@@ -1,4 +1,5 @@
-"""The package's imports follow its three stages: front doors -> present -> judge -> record -> vocabulary.
+"""The package's imports follow its three stages: front doors -> present -> judge -> record -> vocabulary
+(``fix``, which turns findings into source changes, stands beside ``present``: it reads findings only).
 
 Imports are read with ``ast`` (module level and inside functions alike: a lazy import is still a
 dependency), so a cycle or an upward import fails here before it confuses anyone.
@@ -13,7 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "gradcheck_l2c"
 NAME = "gradcheck_l2c"
 #: Lower stages may never import higher ones; a stage may import itself and anything below.
-STAGES = {"vocabulary": 0, "record": 1, "judge": 2, "present": 3, "front door": 4}
+STAGES = {"vocabulary": 0, "record": 1, "judge": 2, "present": 3, "fix": 3, "front door": 4}
 VOCABULARY = {f"{NAME}.errors", f"{NAME}.records", f"{NAME}.rules"}
 
 
@@ -32,7 +33,7 @@ def stage(module: str) -> str:
     if module in VOCABULARY:
         return "vocabulary"
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] in ("record", "judge", "present"):
+    if len(parts) > 1 and parts[1] in ("record", "judge", "present", "fix"):
         return parts[1]
     return "front door"
 
@@ -117,6 +118,14 @@ def test_the_judge_reads_the_record_only_through_its_query_surface():
                 if stage(target) == "record" and target not in RECORD_SURFACE]
     assert not reaching, "the judge reads record facts through record.query and record.facts only:\n" + \
         "\n".join(reaching)
+
+
+def test_fixes_read_findings_not_the_record_or_the_judge_and_run_nothing():
+    """The fix stage works from findings (records.py) and source text; running a copy is the front door's."""
+    reaching = [f"{module} imports {target}" for module, targets in import_graph().items()
+                if stage(module) == "fix" for target in sorted(targets)
+                if stage(target) in ("record", "judge", "present")]
+    assert not reaching
 
 
 def test_the_record_stage_imports_nothing_of_the_stages_above():

@@ -106,7 +106,7 @@ def test_item_cut_is_reported_at_its_line_and_written_to_json(tmp_path):
     assert code == 1
     assert stdout == expected_stdout == b"None\n"
     document = json.loads(report.read_text())
-    assert document["version"] == 1
+    assert document["version"] == 2
     assert document["script"] == str(SCRIPTS / "cli_item.py")
     assert document["argv"] == ["cli_item.py"]
     assert document["exit_code"] == 1
@@ -123,7 +123,8 @@ def test_item_cut_is_reported_at_its_line_and_written_to_json(tmp_path):
     assert item[0]["message"] and item[0]["fix"]
     assert item[0]["column"] == 5 and item[0]["suppressed"] is False
     assert set(item[0]) == {"kind", "severity", "tensor", "file", "line", "code", "message", "fix", "count",
-                            "related", "column", "suppressed"}
+                            "related", "column", "suppressed", "fix_diff", "verified", "verify_note"}
+    assert item[0]["fix_diff"] == item[0]["verified"] == ""  # `trace` writes no diff; `fix` does
 
     assert "1 of 2 watched tensors got no gradient (w)" in stderr
     assert "cli_item.py:5: error: item" in stderr

@@ -286,7 +286,7 @@ def test_assertions_print_their_full_message_in_a_test(project):
 
 def seed_line(code: str) -> int:
     """The line of reference/seed_l2c.py whose statement starts with ``code``."""
-    from reference import seed_l2c
+    from gradcheck_l2c_reference import seed_l2c
 
     lines = Path(seed_l2c.__file__).read_text().splitlines()
     (number,) = [n for n, line in enumerate(lines, 1) if line.strip().startswith(code)]
@@ -300,7 +300,7 @@ def test_the_seeds_loop_fails_with_its_cuts_and_the_corrected_step_passes(pytest
         import torch
         import torch.nn.functional as F
         from torch.func import functional_call
-        from reference import seed_l2c
+        from gradcheck_l2c_reference import seed_l2c
 
 
         @pytest.mark.gradcheck(watch="*.alpha")

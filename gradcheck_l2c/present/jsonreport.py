@@ -8,8 +8,10 @@ from typing import Any
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.records import Finding, WatchedTensor
 
-#: Version of the JSON document's layout; bumped when a field changes meaning or goes away.
-JSON_VERSION = 1
+#: Version of the JSON document's layout; bumped when a field changes meaning, goes away or is added.
+#: 2: every finding has ``fix_diff`` (its fix as a unified diff, ``gradcheck-l2c fix``) and ``verified``/
+#: ``verify_note`` (what ``fix --verify`` made of it); empty strings otherwise.
+JSON_VERSION = 2
 
 
 def json_document(

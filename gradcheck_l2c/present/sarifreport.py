@@ -2,7 +2,8 @@
 
 One run; the driver lists every rule (``GC001 item`` ...); each finding is a result at its line (and
 column when known), its related places linked from the message as ``[text](id)``, a fingerprint that
-survives edits elsewhere in the file, and ``suppressions`` when a ``# gradcheck: ignore`` silenced it.
+survives edits elsewhere in the file, ``suppressions`` when a ``# gradcheck: ignore`` silenced it, and
+``fixes`` (the replacement of whole lines) when ``gradcheck-l2c fix`` wrote its change.
 Paths inside the repository are relative to its root (``%SRCROOT%``); others are absolute ``file://`` URIs.
 """
 from __future__ import annotations
@@ -96,10 +97,50 @@ def _result(finding: Finding, index: dict[str, int], root: str | None) -> dict[s
                                                               finding.code, root)}]
     if related:
         result["relatedLocations"] = related
+    if finding.fix_diff and not finding.file.startswith("<"):
+        result["fixes"] = [{"description": {"text": finding.fix or "the mechanical fix"},
+                            "artifactChanges": [{"artifactLocation": _artifact(finding.file, root),
+                                                 "replacements": replacements(finding.fix_diff)}]}]
     if finding.suppressed:
         result["suppressions"] = [{"kind": "inSource", "status": "accepted",
                                    "justification": "a '# gradcheck: ignore' comment on the line"}]
     return result
+
+
+def replacements(diff: str) -> list[dict[str, Any]]:
+    """SARIF replacements from a one-file unified diff: each run of removed and added lines replaces whole lines
+    (from column 1 of its first line to column 1 of the line after it)."""
+    found: list[dict[str, Any]] = []
+    old_line, start, removed, added = 0, 0, 0, []
+
+    def flush() -> None:
+        if removed or added:
+            found.append({"deletedRegion": {"startLine": start, "startColumn": 1, "endLine": start + removed,
+                                            "endColumn": 1},
+                          "insertedContent": {"text": "".join(added)}})
+
+    for line in diff.splitlines(keepends=True):
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            flush()
+            old_line, removed, added = int(line.split()[1].lstrip("-").split(",")[0]), 0, []
+            start = old_line
+        elif line.startswith("-"):
+            if not removed and not added:
+                start = old_line
+            removed += 1
+            old_line += 1
+        elif line.startswith("+"):
+            if not removed and not added:
+                start = old_line
+            added.append(line[1:])
+        elif line.startswith(" "):
+            flush()
+            removed, added = 0, []
+            old_line += 1
+    flush()
+    return found
 
 
 def _link_text(place: Related) -> str:

@@ -279,6 +279,13 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     for place in first.related:
         lines.append(f"{indent}{place.role}: {display_place(place.file, place.line)}"
                      + (f": {place.code.strip()}" if place.code else ""))
+    if first.fix_diff:
+        hunks = first.fix_diff.splitlines()
+        lines.append(f"{indent}{paint('patch:', 'fix')}")
+        lines += [f"{indent}    {line}" for line in hunks[next(
+            (number for number, line in enumerate(hunks) if line.startswith("@@")), 0):]]
+    for status, note in dict.fromkeys((finding.verified, finding.verify_note) for finding in group if finding.verified):
+        lines.append(f"{indent}{paint(status + ':', 'fix' if status == 'verified' else 'warning')} {note}")
     return lines
 
 

@@ -1,7 +1,7 @@
 """Importing and running the tool loads no extra-only dependency, even where the extras are installed.
 
 ``pip install gradcheck-l2c`` brings torch and graphviz only; torchvision, tqdm, matplotlib and
-scikit-learn come with ``[reference]``. A module of ``gradcheck_l2c`` that imported one of them (or the
+scikit-learn come with ``[reference]``, LibCST with ``[fix]``. A module of ``gradcheck_l2c`` that imported one of them (or the
 bundled ``reference`` package) would break in a user's environment, so each check runs in a fresh
 interpreter of this venv, which has them all, and reads ``sys.modules`` afterwards, less what
 ``import torch`` alone loads (``torch.hub`` picks up tqdm when it is there).
@@ -14,7 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-EXTRA_ONLY = {"reference", "torchvision", "matplotlib", "tqdm", "sklearn"}
+EXTRA_ONLY = {"reference", "torchvision", "matplotlib", "tqdm", "sklearn", "libcst"}
 #: Loaded by the notebook and pytest front doors (magic, plugin), never by the tracer or the CLI.
 FRONT_DOOR_ONLY = {"IPython", "pytest"}
 

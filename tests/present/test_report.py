@@ -177,7 +177,8 @@ def test_json_document_holds_every_field():
                     {"name": "Net.fc.weight", "got_grad": True, "shape": [2, 3]}],
         "findings": [{"kind": "item", "severity": "error", "tensor": "Net.alpha", "file": HERE, "line": 10,
                       "code": "y = w.item()", "message": findings[0].message, "fix": findings[0].fix,
-                      "count": 4, "related": [], "column": None, "suppressed": False}],
+                      "count": 4, "related": [], "column": None, "suppressed": False,
+                      "fix_diff": "", "verified": "", "verify_note": ""}],
     }
 
 
@@ -202,3 +203,13 @@ def test_suppressed_findings_are_counted_not_listed_and_their_tensor_is_not_unex
     assert "train.py:10" not in report and "train.py:3" not in report
     assert "  1. train.py:12: error: no_grad" in report
     assert "no finding explains why" not in format_report([silenced], [ALPHA])
+
+
+def test_the_diff_and_the_verdict_are_shown_under_the_finding():
+    diff = "--- a/train.py\n+++ b/train.py\n@@ -10 +10 @@\n-y = w.item()\n+y = w\n"
+    fixed = dataclasses.replace(finding(), fix_diff=diff, verified="not enough",
+                                verify_note="Net.alpha still gets no gradient: train.py:12 (no_grad) cuts the same path")
+    text = format_report([fixed], [ALPHA], color=False)
+    assert ("     patch:\n         @@ -10 +10 @@\n         -y = w.item()\n         +y = w\n"
+            "     not enough: Net.alpha still gets no gradient: train.py:12 (no_grad) cuts the same path\n") in text
+    assert "+++ b/train.py" not in text  # the entry names the file already

@@ -89,3 +89,31 @@ def test_repository_root_is_the_nearest_folder_with_git(tmp_path):
     assert relative_path(str(tmp_path / "repo" / "a" / "x y.py"), str(tmp_path / "repo")) == "a/x y.py"
     assert relative_path(str(tmp_path / "x.py"), str(tmp_path / "repo")) is None
     assert relative_path(str(tmp_path / "x.py"), None) is None
+
+
+DIFF = """--- a/train.py
++++ b/train.py
+@@ -29,3 +29,3 @@
+ theta = step(theta)
+-model.load_state_dict(theta)
++out = functional_call(model, theta, (x,))
+ loss = out.sum()
+@@ -40,2 +40,3 @@
+ a = 1
++b = 2
+ c = 3
+"""
+
+
+def test_a_written_fix_becomes_sarif_fixes_replacing_whole_lines(sarif_errors):
+    document = sarif_document([finding(fix_diff=DIFF)], version="1.2.3", root="/repo", exit_code=1)
+    assert sarif_errors(document) == []
+    (result,) = document["runs"][0]["results"]
+    assert result["fixes"] == [{"description": {"text": "use functional_call."}, "artifactChanges": [{
+        "artifactLocation": {"uri": "train.py", "uriBaseId": "%SRCROOT%"},
+        "replacements": [
+            {"deletedRegion": {"startLine": 30, "startColumn": 1, "endLine": 31, "endColumn": 1},
+             "insertedContent": {"text": "out = functional_call(model, theta, (x,))\n"}},
+            {"deletedRegion": {"startLine": 41, "startColumn": 1, "endLine": 41, "endColumn": 1},
+             "insertedContent": {"text": "b = 2\n"}}]}]}]
+    assert "fixes" not in results(finding())[0]  # `trace` writes none

@@ -110,6 +110,8 @@ class BackwardLog:
             Reachability.remember(roots[0], frozenset(reached))
         if backwards <= 3 or backwards % 50 == 0:
             self._discover(frame)
+            if backwards in (2, 3):
+                optimizers.unstepped_names(frame)
         taint = None
         for root in roots:
             taint = self.taints.merge(taint, self.taints.get(root))

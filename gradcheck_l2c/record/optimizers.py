@@ -9,7 +9,8 @@ import torch
 
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.gradient_use import GradientUse
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.param_sources import step_call_guard
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
 from gradcheck_l2c.record.torch_internals import functions_off
@@ -29,6 +30,9 @@ class OptimizerRecord:
     keys: set[int] = field(default_factory=set)
     step_site: Site | None = None  # where its latest step() was called
     ordinal: int = 0  # built as the trace's n-th optimizer (1-based; 0: built before the trace)
+    names: set[str] = field(default_factory=set)  # variables and attributes that held it, looked up if it never stepped
+    step_call: Site | None = None  # never stepped: the one `<name>.step()` line the script has for it
+    step_guard: Site | None = None  # and the `if` around that call
     params_site: Site | None = None  # where the list it was given was built, when not on its own line
     step_order: int = -1  # when, on the trace's count of steps
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
@@ -103,6 +107,22 @@ class OptimizerLog:
                     watched.optimized = True
                     record.keys.add(watched.key)
         return record
+
+    def unstepped_names(self, frame: Any) -> None:
+        """Early backwards (the second and third): name the optimizers that have not stepped yet from the
+        variables of the backward's frame, and of the objects they hold (``self.optimizer``)."""
+        waiting = [r for r in self.live.values() if r.step_order < 0 and r.optimizer() is not None]
+        while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+            frame = frame.f_back
+        if not waiting or frame is None:
+            return
+        for name, value in frame.f_locals.items():
+            owned = vars(value).items() if hasattr(value, "__dict__") and not isinstance(value, type) else ()
+            for label, item in [(name, value), *owned]:
+                for record in waiting:
+                    if item is record.optimizer():
+                        record.names.add(label)
+                        record.step_call, record.step_guard = step_call_guard(frame.f_code.co_filename, record.names)
 
     def holding(self, key: int) -> bool:
         """Whether a live optimizer holds the watched tensor ``key``."""

@@ -38,6 +38,52 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     return None
 
 
+def step_call_guard(filename: str, names: set[str]) -> tuple[Site | None, Site | None]:
+    """The ``<name>.step(...)`` call in ``filename`` on one of ``names`` (a variable or an attribute that holds
+    the optimizer), and the ``if`` around it, when there is exactly one such call."""
+    tree = _tree(filename)
+    if tree is None:
+        return None, None
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step" \
+                and len(node.args) <= 1:
+            receiver = node.func.value
+            name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)
+            if name in names:
+                calls.append(node)
+    if len(calls) != 1:
+        return None, None
+    call = calls[0]
+    guard = _innermost_guard(tree, call)
+    return Site(filename, call.lineno), (Site(filename, guard.lineno) if guard is not None else None)
+
+
+def _innermost_guard(tree: ast.Module, call: ast.Call) -> ast.If | None:
+    """The innermost ``if`` whose body holds ``call``."""
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and any(call in ast.walk(statement) for statement in node.body):
+            if found is None or node.lineno > found.lineno:
+                found = node
+    return found
+
+
+def first_return(function: Any) -> Site | None:
+    """The first ``return <value>`` line of a user function (a scheduler's lambda: its warmup branch)."""
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    if code is None or frame_kind(code.co_filename) != USER:
+        return None
+    tree = _tree(code.co_filename)
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)) and node.lineno == code.co_firstlineno:
+            if isinstance(node, ast.Lambda):
+                return Site(code.co_filename, node.lineno)
+            returns = sorted(r.lineno for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None)
+            return Site(code.co_filename, returns[0]) if returns else None
+    return None
+
+
 def binds_name(site: Site) -> bool:
     """Whether the statement at ``site`` assigns its value to a plain name (``model = Net()``), not to an
     attribute or item (``model.head = Head()``)."""

@@ -7,6 +7,7 @@ the parameter's gradient, and once more at the end: two reductions per parameter
 """
 from __future__ import annotations
 
+import gc
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.param_sources import first_return
 from gradcheck_l2c.record.torch_internals import functions_off
 
 
@@ -28,6 +30,7 @@ class Unchanged:
     step_site: Site | None
     lr_always_zero: bool
     grad_always_zero: bool
+    schedule: Site | None = None  # the scheduler's function that gave the rate of 0, at its first return
 
 
 def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
@@ -51,6 +54,17 @@ def _lr_is_zero(group: dict) -> bool:
     return lr == 0
 
 
+def _schedule_site(optimizer: Any) -> Site | None:
+    """Where a learning rate of 0 came from: the user function a scheduler of ``optimizer`` multiplies its
+    rate by (``LambdaLR``), at its first return. Looked for once, when a step ran with a rate of 0."""
+    for holder in gc.get_referrers(optimizer):
+        for function in getattr(holder, "lr_lambdas", None) or ():
+            site = first_return(function)
+            if site is not None:
+                return site
+    return None
+
+
 class UpdateLog:
     """Fingerprints of stepped parameters not yet seen to change, and which of them only ever saw a learning
     rate of 0. A parameter is looked at again before each later step of its optimizer until it changed (in
@@ -63,14 +77,18 @@ class UpdateLog:
         self._pending: dict[int, _Pending] = {}
         self._settled: set[int] = set()  # keys whose values changed
         self.found: list[Unchanged] = []  # filled by `compare` at the end of the trace
+        self._schedule: Site | bool | None = None  # the scheduler function behind a rate of 0 (False: none)
 
     def stepping(self, key: int, tensor: torch.Tensor, optimizer: Any, site: Site | None) -> None:
         """``optimizer`` is about to step ``tensor`` (watched as ``key``) with its gradient, maybe first."""
         if key in self._pending or key in self._settled:
             return
         group = next((g for g in optimizer.param_groups if any(p is tensor for p in g["params"])), None)
+        zero_lr = group is not None and _lr_is_zero(group)
+        if zero_lr and self._schedule is None:
+            self._schedule = _schedule_site(optimizer) or False
         self._pending[key] = _Pending(weakref.ref(tensor), fingerprint(tensor), type(optimizer).__name__, site,
-                                      group is not None and _lr_is_zero(group), _zero_grad(tensor))
+                                      zero_lr, _zero_grad(tensor))
 
     def step(self, optimizer: Any, keys: set[int]) -> None:
         """A step of ``optimizer`` (holding ``keys``) is about to run: the parameters it stepped before and
@@ -103,8 +121,9 @@ class UpdateLog:
             unchanged = torch.equal(fingerprint(tensor), entry.before) if tensor is not None else entry.looks > 0
             if unchanged and (entry.lr_always_zero or entry.grad_always_zero):
                 # else the steps were too small to move it in floating point: vanishing, not missing
+                schedule = self._schedule if entry.lr_always_zero and self._schedule else None
                 self.found.append(Unchanged(key, entry.optimizer, entry.site, entry.lr_always_zero,
-                                            entry.grad_always_zero))
+                                            entry.grad_always_zero, schedule))
 
 
 @dataclass(eq=False)

@@ -8,6 +8,7 @@ must survive at every line it reaches). After each, torch is exactly as it was b
 """
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 from pathlib import Path
@@ -86,6 +87,7 @@ def every_line(interrupt):
     """Interrupt a traced run at its 1st, 2nd, ... line until a run has fewer lines; yield each
     interrupter and its outcome."""
     traced(LineInterrupter(0, interrupt))  # the first trace imports the tracer's modules
+    gc.collect()  # finalizers of earlier tests' garbage (dynamo's) would swallow an interrupt raised inside them
     at = 1
     while True:
         interrupter = LineInterrupter(at, interrupt)

@@ -85,3 +85,50 @@ def test_steps_too_small_to_move_a_weight_are_no_missing_update(snippet):
         opt.step()
     """)
     assert loud(traced.findings) == []
+
+
+def test_a_warmup_factor_of_zero_is_named_at_the_schedule_function(snippet):
+    script, traced = run(snippet, """
+    from torch.optim.lr_scheduler import LambdaLR
+
+    def warmup(step):
+        if step < 10:
+            return step / 10  # <- factor
+        return 1.0
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    schedule = LambdaLR(opt, warmup)
+    F.mse_loss(model(x), y).backward()
+    opt.step()  # <- step
+    schedule.step()
+    """)
+    found = [f for f in traced.findings if f.kind == "no_update"]
+    assert {f.line for f in found} == {script.line("factor")}
+    assert ("used", script.line("step")) in {(p.role, p.line) for p in found[0].related}
+
+
+def test_an_optimizer_whose_step_never_runs_is_named_at_the_condition(snippet):
+    script, traced = run(snippet, """
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    accumulation = 1
+    for i in range(4):
+        F.mse_loss(model(x), y).backward()
+        if i % accumulation:  # <- guard
+            opt.step()
+            opt.zero_grad()
+    """)
+    assert [(f.kind, f.severity, f.line) for f in traced.findings if f.severity == "warning"] == \
+        [("no_update", "warning", script.line("guard"))]
+    assert "never ran" in traced.findings[0].message
+
+
+def test_an_optimizer_that_steps_after_accumulating_is_silent(snippet):
+    _, traced = run(snippet, """
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(4):
+        F.mse_loss(model(x), y).backward()
+        if (i + 1) % 2 == 0:
+            opt.step()
+            opt.zero_grad()
+    """)
+    assert loud(traced.findings) == []

@@ -19,7 +19,8 @@ def scan(run) -> list[Finding]:
             continue  # frozen on purpose (a freezing schedule), or its gradient was zero: no step moves it
         name = watched.name
         if fact.lr_always_zero:
-            why = f"its parameter group's learning rate was 0 at every step of {fact.optimizer}"
+            why = f"its parameter group's learning rate was 0 at every step of {fact.optimizer}" + (
+                ", the factor this scheduler function returned" if fact.schedule else "")
             fix = ("give the group a learning rate above 0; where a scheduler sets it, its factor at step 0 must not "
                    "be 0 (a linear warmup current_step / warmup_steps is: use (current_step + 1) / warmup_steps).")
         else:
@@ -27,7 +28,8 @@ def scan(run) -> list[Finding]:
             fix = ("do not zero or mask the gradient between backward() and step() (a manual .grad write, "
                    "zero_grad() in between, a mask multiplied into .grad).")
         found.append(run.finding(
-            KIND, "warning", name, fact.step_site,
+            KIND, "warning", name, fact.schedule or fact.step_site,
             f"{name} got its gradient, but its values never changed over the run: {why}.", fix,
+            related={"used": fact.step_site} if fact.schedule else None,
         ))
     return found

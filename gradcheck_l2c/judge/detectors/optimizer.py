@@ -63,7 +63,36 @@ def scan(run) -> list[Finding]:
             f"[p for n, p in model.named_parameters() if n != '{attr}'].",
             event.count,
         ))
-    return found + _unread(run)
+    return found + _unread(run) + _never_stepped(run)
+
+
+def _never_stepped(run) -> list[Finding]:
+    """Optimizers whose parameters got gradients from several backwards, but that never stepped: the one
+    ``step()`` call the script has for them never ran (a condition that is never true)."""
+    found = []
+    if run.record.backwards < 2:
+        return found
+    for record in run.record.optimizers:
+        keys = [key for key in record.keys if key in run.keys and run.record.watched_at(key).ever_grad]
+        if record.step_order >= 0 or not keys or record.site is None:
+            continue
+        if record.step_guard is not None:
+            where = f"its step() at {record.step_call} never ran: the condition here was never true"
+        elif record.step_call is not None:
+            where = f"its step() at {record.step_call} never ran"
+        else:
+            where = "no step() call ran for it"
+        names = sorted({run.name(key) for key in keys})
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        found.append(run.finding(
+            "no_update", "warning", shown, record.step_guard or record.step_call or record.site,
+            f"{run.record.backwards} backward passes gave gradients to the parameters of the {record.name} built at "
+            f"{record.site}, but {where}, so they never changed.",
+            "make the step run: check the condition around it (with gradient accumulation, step when "
+            "(i + 1) % accumulation_steps == 0, and after the last batch when an epoch is shorter).",
+            related={"used": record.site},
+        ))
+    return found
 
 
 def _unread(run) -> list[Finding]:

@@ -11,7 +11,7 @@ from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.backwards import BackwardLog
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.events import EventLog
-from gradcheck_l2c.record.locations import Site, user_frame, user_site
+from gradcheck_l2c.record.locations import Site, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.optimizers import OptimizerLog, OptimizerRecord
 from gradcheck_l2c.record.taint import TaintStore
@@ -34,6 +34,19 @@ class StaleSaved(NamedTuple):
     writer: str | None
     write_site: Site | None
     optimizer: str | None
+
+
+def _in_shared_frame(step_stack: tuple, failed_stack: tuple) -> Site | None:
+    """When the step ran inside a helper that the failing backward's caller also called (an ``update(loss,
+    opt)`` that backs up and steps), the step's line in the frame where the two calls part: the call to
+    reorder. Frames are matched from the outermost, where both stacks are the same running frames."""
+    steps, failing = list(reversed(step_stack)), list(reversed(failed_stack))
+    for depth, ((ident, code, site), (other, other_code, other_site)) in enumerate(zip(steps, failing)):
+        if (ident, code) != (other, other_code):
+            return None
+        if site != other_site:  # the frame where they part
+            return site if depth < len(steps) - 1 else None
+    return None
 
 
 class Graphless(NamedTuple):
@@ -84,7 +97,7 @@ class FailureRecorder:
         step = self._stepped(shape, stale) if write is None else None
         if step is not None:
             optimizer = _optimizer_name(step)
-            self.events.record(KIND, -1, step.step_site, f"{optimizer}.step()", saver=saver_name,
+            self.events.record(KIND, -1, _in_shared_frame(step.step_stack, user_stack(2)) or step.step_site, f"{optimizer}.step()", saver=saver_name,
                                saver_site=saver_site, symptom=symptom, optimizer=step.name)
             return StaleSaved(saver_name, saver_site, f"{optimizer}.step()", step.step_site, step.name)
         write = write or self._write(shape, first, exact=False) or self._write(shape, stale, exact=False)

@@ -54,6 +54,8 @@ def non_differentiable(mode: Mode, func, args, kwargs, dead: list[Tensor]) -> No
         return
     state = mode.state
     output = "bool" if all(d.dtype == torch.bool for d in dead) else "integer"  # a mask, or indices/a cast
+    if output == "bool" and not caller_is_user(2):
+        return  # a library's own check (torch.distributions validating its arguments): control flow, no value
     taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=user_site(2), output=output)
     if taint is not None:
         taint = state.taints.merge(taint, state.taints.of_args(args, kwargs))

@@ -9,7 +9,7 @@ import torch
 
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.gradient_use import GradientUse
-from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_stack
 from gradcheck_l2c.record.param_sources import step_call_guard
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
@@ -29,6 +29,7 @@ class OptimizerRecord:
     optimizer: weakref.ref
     keys: set[int] = field(default_factory=set)
     step_site: Site | None = None  # where its latest step() was called
+    step_stack: tuple = ()  # the user frames of that call (`locations.user_stack`), innermost first
     ordinal: int = 0  # built as the trace's n-th optimizer (1-based; 0: built before the trace)
     names: set[str] = field(default_factory=set)  # variables and attributes that held it, looked up if it never stepped
     step_call: Site | None = None  # never stepped: the one `<name>.step()` line the script has for it
@@ -122,7 +123,7 @@ class OptimizerLog:
                 for record in waiting:
                     if item is record.optimizer():
                         record.names.add(label)
-                        record.step_call, record.step_guard = step_call_guard(frame.f_code.co_filename, record.names)
+                        record.step_call, record.step_guard = step_call_guard(frame.f_code, record.names)
 
     def holding(self, key: int) -> bool:
         """Whether a live optimizer holds the watched tensor ``key``."""
@@ -162,7 +163,7 @@ class OptimizerLog:
         record = self.record_for(optimizer, site)
         clock = self.clock
         clock.steps += 1
-        record.step_site, record.step_order = site, clock.steps
+        record.step_site, record.step_order, record.step_stack = site, clock.steps, user_stack(2)
         self.updates.step(optimizer, record.keys)
         self.use.stepped(id(optimizer), record.keys, closure)
         since, since_assigned = self._last_step.get(id(optimizer), (0, 0))

@@ -38,14 +38,25 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     return None
 
 
-def step_call_guard(filename: str, names: set[str]) -> tuple[Site | None, Site | None]:
-    """The ``<name>.step(...)`` call in ``filename`` on one of ``names`` (a variable or an attribute that holds
-    the optimizer), and the ``if`` around it, when there is exactly one such call."""
+def step_call_guard(code: Any, names: set[str]) -> tuple[Site | None, Site | None]:
+    """The ``<name>.step(...)`` call on one of ``names`` (a variable or an attribute that holds the optimizer)
+    in the function ``code`` runs (or at module level), and the ``if`` around it, when there is exactly one."""
+    filename = code.co_filename
     tree = _tree(filename)
     if tree is None:
         return None, None
+    scope: ast.AST = tree
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if code.co_name != "<module>":
+        scope = next((n for n in functions if n.name == code.co_name and code.co_firstlineno in
+                      (n.lineno, *(d.lineno for d in n.decorator_list))), None)
+        if scope is None:
+            return None, None
+    nested = {id(inner) for n in functions if n is not scope for inner in ast.walk(n) if n is not scope}
     calls = []
-    for node in ast.walk(tree):
+    for node in ast.walk(scope):
+        if id(node) in nested and scope is tree:
+            continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step" \
                 and len(node.args) <= 1:
             receiver = node.func.value

@@ -36,8 +36,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b4_quant_scale_replaced":
         "optimizer warning at the optimizer line 26 (defined 15) and unused_parameter error at 12, not the "
         "replacing line 15",
-    "b4_warmup_lr_zero_first_step":
-        "says all 2 watched tensors got a gradient: the step ran with lr 0 and changed nothing",
     "b4_gate_params_frozen":
         "says all 2 watched tensors got a gradient: Parameters made with requires_grad=False are not watched",
     "b4_fgsm_output_non_leaf":
@@ -103,18 +101,12 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing",
     "b7_mas_freeze_layers_inverted":
         "first pass: nothing",
-    "b7_yolov3_grad_accumulation_modulo_one":
-        "first pass: nothing",
     "b7_ppo_max_grad_norm_zero":
         "first pass: no_update w :38",
-    "b7_run_glue_accumulation_longer_than_epoch":
-        "first pass: nothing",
     "b7_wae_gan_backward_one_shape":
         "first pass: autograd_error e :24",
     "b7_arctic_eval_inference_mode_cache":
         "first pass: autograd_error e :28",
-    "b7_sac_critic_step_before_policy_backward":
-        "first pass: inplace_saved e :20; non_differentiable e :26; non_differentiable e :29",
     "b7_peft_adapter_loaded_not_trainable":
         "first pass: detach e :32; state_dict_reload e :24",
     "b7_sparseml_mask_hook_frozen_param":

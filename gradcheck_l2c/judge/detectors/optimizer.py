@@ -72,8 +72,10 @@ def _never_stepped(run) -> list[Finding]:
     found = []
     if run.record.backwards < 2:
         return found
+    stepped = {key for other in run.record.optimizers if other.step_order >= 0 for key in other.keys}
     for record in run.record.optimizers:
-        keys = [key for key in record.keys if key in run.keys and run.record.watched_at(key).ever_grad]
+        keys = [key for key in record.keys if key in run.keys and key not in stepped
+                and run.record.watched_at(key).ever_grad and not run.record.watched_at(key).grad_used]
         if record.step_order >= 0 or not keys or record.site is None:
             continue
         if record.step_guard is not None:

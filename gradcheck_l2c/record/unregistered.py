@@ -71,11 +71,13 @@ def _problem(holder: nn.Module, value) -> str | None:
     container = type(value).__name__
     items = _items(value)
     modules = [v for v in items if isinstance(v, nn.Module)]
-    if modules:  # the holder's parameters are gathered only for a container of modules
-        registered = {id(p) for p in holder.parameters()}
-        if any(id(p) not in registered for module in modules for p in module.parameters()):
-            return f"{container} of modules"
-    if any(isinstance(v, nn.Parameter) for v in items):
+    params = [v for v in items if isinstance(v, nn.Parameter)]
+    if not modules and not params:
+        return None
+    registered = {id(p) for p in holder.parameters()}  # gathered only for containers of modules or Parameters
+    if any(id(p) not in registered for module in modules for p in module.parameters()):
+        return f"{container} of modules"
+    if any(id(p) not in registered for p in params):  # a list of parameters registered elsewhere is a view
         return container
     return None
 

@@ -148,3 +148,21 @@ def test_gradients_accumulated_over_several_backwards_before_one_step_are_silent
         opt.step()
     """))
     assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []
+
+
+def test_a_list_of_parameters_its_modules_register_is_silent(snippet):
+    """Keeping parameter groups as attributes (``self.encoder_params = list(self.encoder.parameters())``)
+    hides nothing: the modules register them."""
+    _, found = loud(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body, self.head = Block(), nn.Linear(4, 1)
+        self.body_params = list(self.body.parameters())
+
+    def forward(self, h):
+        return self.head(self.body(h))
+
+model = Net()
+""")
+    assert found == []

@@ -58,6 +58,13 @@ class Origins:
         inference[ident] = (weakref.ref(out, lambda _, ident=ident: inference.pop(ident, None)), user_site(1))
         self._spend()
 
+    def stored(self, tensor: Tensor, site: Site | None) -> None:
+        """User code set an inference tensor as a module attribute (a cache made under ``inference_mode``):
+        remember the line, whenever it happens (later iterations are not recorded op by op)."""
+        ident, inference = id(tensor), self._inference
+        if ident not in inference:
+            inference[ident] = (weakref.ref(tensor, lambda _, ident=ident: inference.pop(ident, None)), site)
+
     def _spend(self) -> None:
         self._left -= 1
         if self._left <= 0:
@@ -103,9 +110,17 @@ class Origins:
         return stack[0][2]
 
     def inference_site(self, tensor: Tensor) -> Site | None:
-        """The user line that made an inference tensor, if it was remembered."""
+        """The user line that made an inference tensor, or one whose memory it shares (a slice taken outside
+        inference mode is no tracked view), if it was remembered. Asked only when autograd refused one."""
         entry = self._inference.get(id(tensor))
-        return entry[1] if entry is not None and entry[0]() is tensor else None
+        if entry is not None and entry[0]() is tensor:
+            return entry[1]
+        memory = tensor.untyped_storage().data_ptr()
+        for ref, site in list(self._inference.values()):
+            other = ref()
+            if other is not None and other.untyped_storage().data_ptr() == memory:
+                return site
+        return None
 
     def freed(self, node: Any) -> bool:
         """Whether ``node`` was made before the newest root a graph-freeing backward reached."""

@@ -74,6 +74,8 @@ def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[
             if state.scope.in_trace_thread() and caller_is_user(1):
                 if not isinstance(value, nn.Module):
                     assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
+                    if kind is torch.Tensor and value.is_inference():
+                        state.origins.stored(value, user_site(1))
                 else:
                     placed[id(value)] = (user_site(1), id(module))
 

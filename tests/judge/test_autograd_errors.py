@@ -385,3 +385,25 @@ def test_refusals_another_finding_explains_are_not_repeated(snippet):
     """)
     assert error is not None
     assert "autograd_error" not in {f.kind for f in t.findings}
+
+
+def test_a_cache_made_under_inference_mode_and_sliced_later_is_named_where_it_was_made(snippet):
+    script, t, error = traced(snippet, """
+    class Rotary(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj, self.cache = nn.Linear(4, 4), None
+
+        def forward(self, h):
+            if self.cache is None:
+                self.cache = torch.arange(8.0).repeat(4, 1).T.cos()  # <- autograd_error
+            return self.proj(h) * self.cache[: h.size(0)]
+
+    model = Rotary()
+    with torch.inference_mode():
+        model(x)
+    model(x).sum().backward()
+    """)
+    assert error is not None and "Inference tensors" in str(error)
+    assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
+        [("autograd_error", script.line("autograd_error"))]

@@ -105,8 +105,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: no_update w :38",
     "b7_wae_gan_backward_one_shape":
         "first pass: autograd_error e :24",
-    "b7_arctic_eval_inference_mode_cache":
-        "first pass: autograd_error e :28",
     "b7_peft_adapter_loaded_not_trainable":
         "first pass: detach e :32; state_dict_reload e :24",
     "b7_sparseml_mask_hook_frozen_param":

@@ -45,6 +45,7 @@ class NonLeafRead(NamedTuple):
     is_leaf: bool
     grad_fn: Any
     made_here: Site | None = None  # the line of the reading function that the tensor came out of
+    refused: bool = False  # an optimizer refused it ("can't optimize a non-leaf Tensor") rather than a .grad read
 
 class BackwardLog:
     """Facts about the backward passes of the traced thread and the ``.grad`` reads after them."""
@@ -187,6 +188,16 @@ class BackwardLog:
             if not optimizers.holding(watched.key) and not watched.grad_used:
                 self.taints.settle(watched.key)
             optimizers.first_gradient(watched)
+
+    def refused_by_optimizer(self, params: Any) -> None:
+        """An optimizer refused its parameters: the tensors among them that are no leaf, as non-leaf reads."""
+        groups = [params] if isinstance(params, Tensor) else list(params) if isinstance(params, (list, tuple)) else []
+        tensors = [t for g in groups for t in ((g.get("params", []) if isinstance(g, dict) else [g]))]
+        frame = user_frame(2)
+        for tensor in (t for t in tensors if isinstance(t, Tensor) and not t.is_leaf):
+            name = variable_name(frame, tensor) if frame is not None else None
+            self.nonleaf_reads.append(NonLeafRead(user_site(2), name or "tensor", False, tensor.grad_fn,
+                                                  _line_in(frame, tensor.grad_fn), refused=True))
 
     def grad_read(self, tensor: Tensor, value: Any) -> None:
         """User code read ``.grad``: a None or all-zero value there is a gradient they expected."""

@@ -199,7 +199,12 @@ class Patches:
         state = self.state
 
         def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
-            original(optimizer, *args, **kwargs)
+            try:
+                original(optimizer, *args, **kwargs)
+            except ValueError:  # "can't optimize a non-leaf Tensor": the line that made it is the one to change
+                if state.scope.in_trace_thread():
+                    state.backwards.refused_by_optimizer(args[0] if args else kwargs.get("params"))
+                raise
             if not state.scope.in_trace_thread():
                 return
             self._quiet_steps(type(optimizer))

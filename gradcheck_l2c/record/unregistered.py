@@ -35,18 +35,28 @@ class UnregisteredLog:
 
     def collect(self, registry: WatchRegistry) -> None:
         """Remember every unregistered grad-requiring attribute of the live modules, with its creation site."""
-        for module, _ in registry.live_modules():
-            owner = type(module).__name__
-            for attr, value in vars(module).items():
-                if attr.startswith("_") or (owner, attr) in self.found:
+        seen: set[int] = set()
+        for root, _ in registry.live_modules():
+            for module in root.modules():  # a submodule that holds a plain list has no parameter of its own
+                if id(module) in seen:
                     continue
-                problem = _problem(module, value)
-                if problem is not None:
-                    entry = registry.assigned.get((id(module), attr)) if problem != "tensor" else None
-                    site = entry[1] if entry is not None and entry[0]() is module else None  # the list's line
-                    site = site or _creation_site(registry, value) or module_site(module)
-                    hidden = frozenset(k for k in map(registry.key_of, _held_tensors(value)) if k is not None)
-                    self.found[(owner, attr)] = Unregistered(site, problem, None, hidden)
+                seen.add(id(module))
+                self._collect(registry, module)
+
+    def _collect(self, registry: WatchRegistry, module: nn.Module) -> None:
+        owner = type(module).__name__
+        for attr, value in vars(module).items():
+            if (attr.startswith("__") or attr in _MODULE_STATE) or (owner, attr) in self.found:
+                continue
+            problem = _problem(module, value)
+            if problem is not None:
+                # a container that holds the modules or Parameters itself: the line that made it; nested ones
+                # (a dict of dicts) are told where the Parameters are made
+                entry = registry.assigned.get((id(module), attr)) if problem != "tensor" and _direct(value) else None
+                site = entry[1] if entry is not None and entry[0]() is module else None
+                site = site or _creation_site(registry, value) or module_site(module)
+                hidden = frozenset(k for k in map(registry.key_of, _held_tensors(value)) if k is not None)
+                self.found[(owner, attr)] = Unregistered(site, problem, None, hidden)
 
     def plain_attribute(self, registry: WatchRegistry, tensor: torch.Tensor, symptom: Site | None) -> None:
         """A tensor that never required grad was treated as learnable (its ``.grad`` read, or handed to
@@ -59,6 +69,16 @@ class UnregisteredLog:
                         site = entry[1] if entry is not None and entry[0]() is module else None
                         self.found[(type(module).__name__, attr)] = Unregistered(site, "plain", symptom)
                         return
+
+
+#: nn.Module's own bookkeeping attributes (``_parameters``, ``_modules`` ...), never a user's container.
+_MODULE_STATE = frozenset(vars(nn.Module()).keys())
+
+
+def _direct(value) -> bool:
+    """Whether a list/tuple/dict itself holds modules or Parameters (not only inside nested containers)."""
+    items = value.values() if type(value) is dict else value
+    return any(isinstance(item, (nn.Module, nn.Parameter)) for item in items)
 
 
 def _problem(holder: nn.Module, value) -> str | None:

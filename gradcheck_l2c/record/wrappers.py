@@ -69,8 +69,7 @@ def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[
     def setattr_(module: nn.Module, name: str, value: Any) -> None:
         original(module, name, value)
         kind = type(value)
-        # a container counts when set with its items (an empty one is filled elsewhere: those lines tell)
-        if kind is torch.Tensor or (kind in (list, tuple, dict) and value) or isinstance(value, nn.Module):
+        if kind is torch.Tensor or kind in (list, tuple, dict) or isinstance(value, nn.Module):
             if state.scope.in_trace_thread() and caller_is_user(1):
                 if not isinstance(value, nn.Module):
                     assigned[(id(module), name)] = (weakref.ref(module), user_site(1))

@@ -72,14 +72,16 @@ model = Net()
     assert {(f.kind, f.line) for f in found} == {("non_parameter_tensor", script.line("list"))}
 
 
-def test_parameters_put_into_an_empty_dict_are_named_where_they_are_made(snippet):
+def test_parameters_put_into_an_empty_dict_are_named_where_the_dict_is_made(snippet):
+    """The fix is ``nn.ParameterDict()`` where the dict is made (a dict of dicts is told where the inner
+    dicts holding the Parameters are made: tests/cases/b4_params_in_plain_dict)."""
     script, found = loud(snippet, """
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.scales = {}
+        self.scales = {}  # <- made
         for name in ("a", "b"):
-            self.scales[name] = nn.Parameter(torch.ones(4))  # <- made
+            self.scales[name] = nn.Parameter(torch.ones(4))
         self.head = nn.Linear(4, 1)
 
     def forward(self, h):
@@ -166,3 +168,40 @@ class Net(nn.Module):
 model = Net()
 """)
     assert found == []
+
+
+def test_an_empty_list_filled_with_modules_is_named_where_it_was_made(snippet):
+    script, found = loud(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._blocks = []  # <- list
+        for _ in range(2):
+            self._blocks.append(Block())
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, h):
+        for block in self._blocks:
+            h = block(h)
+        return self.head(h)
+
+model = nn.Sequential(Net())
+""")
+    assert {(f.kind, f.line) for f in found} == {("non_parameter_tensor", script.line("list"))}
+
+
+def test_a_non_leaf_given_to_an_optimizer_is_named_where_it_was_made(snippet):
+    script = snippet(PRELUDE + textwrap.dedent("""
+    image = torch.randn(8, 4, requires_grad=True) * 1e-3  # <- made
+    opt = torch.optim.Adam([image], lr=0.1)  # <- refused
+    """))
+    from gradcheck_l2c.tracer import trace
+    t = trace()
+    try:
+        with t:
+            exec(compile(script.code, str(script.path), "exec"), {"__name__": "__main__"})
+    except ValueError as error:
+        assert "non-leaf" in str(error)
+    found = [f for f in t.findings if f.kind == "non_leaf_watched"]
+    assert [f.line for f in found] == [script.line("made")]
+    assert "refused" in found[0].message

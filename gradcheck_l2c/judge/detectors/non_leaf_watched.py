@@ -13,7 +13,7 @@ def scan(run) -> list[Finding]:
 
     found = []
     seen = set()
-    for site, name, is_leaf, grad_fn, made_here in run.record.nonleaf_reads:
+    for site, name, is_leaf, grad_fn, made_here, refused in run.record.nonleaf_reads:
         if (site, name) in seen or not run.wants(name):
             continue
         seen.add((site, name))
@@ -24,7 +24,9 @@ def scan(run) -> list[Finding]:
             went = f"; the gradient went to the leaf {', '.join(leaves)}" if leaves else ""
             found.append(run.finding(  # where the reading function got it: the line to change
                 KIND, "error", name, made_here or made or site,
-                f"{name} is not a leaf ({made_by}), so backward does not fill the .grad read at {site}{went}.",
+                (f"{name} is not a leaf ({made_by}), so the optimizer at {site} refused it (\"can't optimize a "
+                 f"non-leaf Tensor\"){went}." if refused else
+                 f"{name} is not a leaf ({made_by}), so backward does not fill the .grad read at {site}{went}."),
                 _fix(grad_fn, name), related={"symptom": site},
             ))
     return found

@@ -17,13 +17,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from gradcheck_l2c.record.args import requires_grad_in
-from gradcheck_l2c.record.handlers import (
-    handler_table,
-    non_differentiable,
-    on_autograd_grad,
-    on_backward,
-    remember_site,
-)
+from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
+from gradcheck_l2c.record.handlers import handler_table, non_differentiable, remember_site
 from gradcheck_l2c.record.locations import LIBRARY, caller_is_user, frame_kind, user_site
 from gradcheck_l2c.record.state import TraceState
 

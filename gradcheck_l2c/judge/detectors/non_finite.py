@@ -129,7 +129,7 @@ def _forward(birth: NonFinite, family: str, when: str) -> tuple[str, str]:
             f" (largest input magnitude {_num(birth.largest)})" if birth.largest is not None else "")
         fix = _EPS_INPUT.get(family, "scale the values down before this op")
         if birth.dtype in ("float16", "bfloat16"):
-            fix += f"; or run this op in float32 (x.float(), or leave it out of autocast)"
+            fix += "; or run this op in float32 (x.float(), or leave it out of autocast)"
         return f"{made}: the result overflowed {birth.dtype} (largest {largest}){near}.", fix + "."
     if family == "std" and birth.is_nan:
         return (f"{made}: the unbiased standard deviation of a single value divides by n - 1 = 0.",

@@ -6,7 +6,7 @@ from gradcheck_l2c.cli import main
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.rules import CAUSES, KINDS, RULES, code_of, label_of, lookup, rule_for
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
 
 
 def test_every_detector_has_a_rule_row():

@@ -101,10 +101,14 @@ def every_line(interrupt):
 
 
 def test_a_sigint_at_any_line_is_delivered_once_after_torch_is_restored(untouched, torch_state):
-    for interrupter, (interrupts, ran) in every_line(lambda: signal.raise_signal(signal.SIGINT)):
-        assert interrupts == 1, interrupter.fired
-        assert torch_state() == untouched, interrupter.fired
-        assert active_trace() is None
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever an earlier test left
+    try:
+        for interrupter, (interrupts, ran) in every_line(lambda: signal.raise_signal(signal.SIGINT)):
+            assert interrupts == 1, interrupter.fired
+            assert torch_state() == untouched, interrupter.fired
+            assert active_trace() is None
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _raise() -> None:

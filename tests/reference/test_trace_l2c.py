@@ -104,7 +104,7 @@ def test_seed_graph_renders_alpha_red_with_both_cuts(seed_trace):
     source = render(seed_trace.graphs[0]).source
     assert f"seed_l2c.py:{line_of('model.w[i][j].item()')}" in source
     assert f"seed_l2c.py:{line_of('model.load_state_dict(theta_next)')}" in source
-    alpha_nodes = [line for line in source.splitlines() if "CNNCifar.alpha" in line and "fillcolor" in line]
+    alpha_nodes = [line for line in source.splitlines() if "<B>CNNCifar.alpha</B>" in line and "fillcolor" in line]
     assert alpha_nodes and all("tomato" in line for line in alpha_nodes)
 
 

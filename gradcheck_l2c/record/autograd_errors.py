@@ -48,12 +48,13 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("function_no_backward", ("You must implement either the backward or vjp method",)),
     ("deepcopy_non_leaf", ("support the deepcopy protocol",)),
     ("numpy_requires_grad", ("Can't call numpy() on Tensor that requires grad",)),
+    ("hook_no_grad", ("cannot register a hook on a tensor that doesn't require gradient",)),
     ("graphless", ("does not require grad and does not have a grad_fn",)),
     ("gradient_shape", ("Mismatch in shape: grad_output",)),
     ("ddp", UNUSED_ERRORS),
 )
 #: The categories an op raises in forward (the others come from a backward or autograd.grad).
-IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad"})
+IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad", "hook_no_grad"})
 _FUNCTION = re.compile(r"[Ff]unction (\w+) returned")
 _COUNTS = re.compile(r"expected (\d+), got (\d+)")
 _FREED = "already been freed"

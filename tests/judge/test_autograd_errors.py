@@ -197,6 +197,20 @@ CASES = {
         losses = [F.cross_entropy(model(x[i:i + 4]), y[i:i + 4]).item() for i in (0, 4)]
         mean_loss = np.mean(losses)
         """),
+    # a gradient hook put on a frozen parameter (a pruning mask over every layer, some of them frozen)
+    "hook_no_grad": ("""
+        model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 3))
+        model[0].requires_grad_(False)
+        for layer in model:
+            layer.weight.register_hook(lambda grad: grad * 0.5)  # <- autograd_error
+        """, """
+        model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 3))
+        model[0].requires_grad_(False)
+        for layer in model:
+            if layer.weight.requires_grad:
+                layer.weight.register_hook(lambda grad: grad * 0.5)
+        F.cross_entropy(model(x), y).backward()
+        """),
     "deepcopy_non_leaf": ("""
         class Net(nn.Module):
             def __init__(self):
@@ -346,7 +360,8 @@ def test_the_fix_fits_the_category(snippet):
              "inference_saved": "torch.no_grad() instead of torch.inference_mode()",
              "function_backward": "one value per input of forward", "deepcopy_non_leaf": ".detach()",
              "unused_input": "allow_unused=True", "input_no_grad": "requires_grad",
-             "function_no_backward": "backward(ctx, *grads)", "numpy_requires_grad": ".item()"}
+             "function_no_backward": "backward(ctx, *grads)", "numpy_requires_grad": ".item()",
+             "hook_no_grad": "requires_grad"}
     for name, words in cases.items():
         _, t, _ = traced(snippet, CASES[name][0])
         (finding,) = [f for f in t.findings if f.kind == "autograd_error"]

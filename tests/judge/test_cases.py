@@ -107,8 +107,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: autograd_error e :24",
     "b7_peft_adapter_loaded_not_trainable":
         "first pass: detach e :32; state_dict_reload e :24",
-    "b7_sparseml_mask_hook_frozen_param":
-        "first pass: nothing",
     "b7_shiftnet_ragan_pred_real_reused":
         "first pass: autograd_error e :37; detach e :21",
     "b7_refnerf_normals_under_inference_mode":
@@ -136,8 +134,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: autograd_error e :30",
     "b8_mvanet_modules_set_inplace":
         "first pass: autograd_error e :29",
-    "b8_nncf_pruning_hook_on_frozen_weight":
-        "first pass: nothing",
     "b8_lightning_custom_optimizer_closure_no_grad":
         "first pass: no_grad e :30",
     "b8_maml_inner_update_param_data":

@@ -185,6 +185,13 @@ def _numpy_requires_grad(fact: AutogradError, name: str, call: str, said: str) -
             "t.detach().cpu().numpy(); keep the tensor (torch.stack, torch.sum) where it must stay differentiable.")
 
 
+def _hook_no_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"register_hook was called on {name}, which does not require grad (a frozen parameter), so PyTorch "
+            f"refused the hook{said}.",
+            "register gradient hooks only on tensors that require grad (`if param.requires_grad:`), or unfreeze "
+            "the parameter before registering its hook.")
+
+
 def _deepcopy(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     return (f"{name} is set on this line to a tensor with autograd history (not a leaf), and copy.deepcopy{call} "
             f"cannot copy such tensors{said}.",
@@ -227,7 +234,7 @@ _WORDING = {
     "freed_graph": _freed_graph, "non_scalar_root": _non_scalar, "inplace_leaf": _inplace_leaf,
     "inference_saved": _inference, "unused_input": _unused_input, "input_no_grad": _input_no_grad,
     "function_backward": _function_backward, "function_no_backward": _no_backward,
-    "numpy_requires_grad": _numpy_requires_grad, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
+    "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
 }
 

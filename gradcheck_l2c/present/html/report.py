@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gradcheck_l2c.fix.diffs import with_fix_diffs
 from gradcheck_l2c.present.html import assets
 from gradcheck_l2c.present.html.index import index_body
 from gradcheck_l2c.present.html.links import Links
@@ -31,10 +32,12 @@ def write_html_report(out_dir: str | Path, findings: Sequence[Finding], watched:
                       graphs: Sequence[CapturedGraph] = (), *, full: bool = False) -> list[Path]:
     """Write the report into ``out_dir``; returns the pages written, ``index.html`` first.
 
-    The graphs are drawn as ``graph-<n>.svg`` (``.dot`` sources and a note when Graphviz is missing).
+    The graphs are drawn as ``graph-<n>.svg`` (``.dot`` sources and a note when Graphviz is missing); each
+    mechanical fix is shown as a diff beside its line (with LibCST installed).
     """
     from gradcheck_l2c.present.draw.render import draw_graphs
 
+    findings = with_fix_diffs(findings)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sections = draw_graphs(graphs, findings, out, fmt="svg", full=full) if graphs else []
@@ -61,6 +64,7 @@ def inline_html(findings: Sequence[Finding], watched: Sequence[WatchedTensor],
     lines around them; graphs are embedded, ids are unique to this block."""
     from gradcheck_l2c.present.draw.render import draw_graphs
 
+    findings = with_fix_diffs(findings)
     with tempfile.TemporaryDirectory(prefix="gradcheck-html-") as folder:
         sections = draw_graphs(graphs, findings, Path(folder), fmt="svg") if graphs else []
         marked = mark(findings, sections)

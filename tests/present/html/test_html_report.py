@@ -6,8 +6,9 @@ import pytest
 
 from gradcheck_l2c.cli import main
 from gradcheck_l2c.present.draw import render
+from gradcheck_l2c.present.html.gradplot import grad_stats_section
 from gradcheck_l2c.present.html.report import inline_html, write_html_report
-from gradcheck_l2c.records import Finding, Related, WatchedTensor
+from gradcheck_l2c.records import Finding, LayerGradients, Related, WatchedTensor
 from gradcheck_l2c.runner import EXIT_USAGE
 
 
@@ -111,3 +112,16 @@ def test_the_verdict_of_fix_verify_shows_in_the_index_and_beside_the_line_escape
     assert '<span class="add">+x = w.sum()  # &lt;img src=x' in page and '<span class="del">-x = w.sum().item()' in page
     assert '<b>not enough</b> w still gets no gradient' in page
     assert "<img src=x" not in index + page
+
+
+def test_grad_stats_plot_draws_each_weight_escaped_and_survives_zero_and_non_finite_values():
+    hostile = "<img src=x onerror=window.pwned=1>.weight"
+    layers = [LayerGradients(hostile, (4, 4), (1, 2, 3), (1e-3, 0.0, float("inf")), (1.0, 1.0, 1.0), 4, 0,
+                             ("exploding_gradient",), (1, 2), (1e-2, float("nan"))),
+              LayerGradients("b.weight", (4, 4), (1, 2, 3), (1.0, 2.0, 3.0), (1.0, 1.0, 1.0), 4, 0, (), (1, 2), (0.1, 0.2)),
+              LayerGradients("b.bias", (4,), (1, 2, 3), (1.0, 2.0, 3.0), (1.0, 1.0, 1.0))]  # vectors are left out
+    section = grad_stats_section(layers)
+    assert "<img src=x" not in section and section.count("<title>&lt;img src=x onerror=window.pwned=1&gt;.weight") == 2
+    assert section.count("<polyline") == 4 and "b.bias" not in section
+    assert '<b class="flagged">exploding_gradient</b>' in section
+    assert grad_stats_section(layers[2:]) == ""  # nothing to plot without a weight: no section

@@ -114,7 +114,8 @@ def main() -> None:
                  ("reference L2C (CNN)", l2c_workload(), args.l2c_steps),
                  ("realworld transformer_encoder", realworld_workload(), args.steps // 4)]
     contexts = {"untraced": nullcontext, "traced": trace, "nan": nan_checked, "stats": grad_stats, "anomaly": anomaly}
-    print(f"{'workload':34} {'untraced':>10} {'traced':>8} {'--nan':>8} {'stats':>8} {'anomaly':>8} {'stats/traced':>13}")
+    print(f"{'workload':34} {'untraced':>10} {'traced':>8} {'--nan':>8} {'stats':>8} {'anomaly':>8} "
+          f"{'stats/traced':>13}")
     for name, step, steps in workloads:
         times: dict[str, list[float]] = {label: [] for label in contexts}
         for _ in range(args.rounds):

@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-from gradcheck_l2c.record.torch_internals import foreach_add_, foreach_neg, foreach_norm, functions_off, set_grad_enabled
+from gradcheck_l2c.record.torch_internals import (foreach_add_, foreach_neg, foreach_norm, functions_off,
+                                                  set_grad_enabled)
 from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor

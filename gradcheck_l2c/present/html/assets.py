@@ -38,7 +38,8 @@ tr.gap td { color: #999; }
 .verdict.not-checked b { color: #666; }
 details.diff { margin-top: 0.3em; } details.diff summary { cursor: pointer; color: #444; }
 details.diff pre { margin: 0.2em 0; padding: 0.3em 0.5em; background: #f7f7f7; overflow-x: auto; }
-details.diff span { display: block; } details.diff .add { background: #e6ffec; } details.diff .del { background: #ffebe9; }
+details.diff span { display: block; } details.diff .add { background: #e6ffec; }
+details.diff .del { background: #ffebe9; }
 details.diff .hunk { color: #6a737d; } details.diff .file { color: #444; font-weight: bold; }
 .gradplots { display: flex; flex-wrap: wrap; gap: 1em; } figure.gradplot { margin: 0; }
 figure.gradplot figcaption { font-size: 0.9em; color: #444; text-align: center; }

@@ -67,7 +67,8 @@ def _chart(title: str, axis: str, lines: list[tuple[LayerGradients, Sequence[int
         parts.append(f'<line x1="{_LEFT}" x2="{WIDTH - _RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
                      f'<text x="{_LEFT - 4}" y="{y + 4:.1f}" text-anchor="end" font-size="10">1e{exponent}</text>')
     for x in sorted({first, last}):
-        parts.append(f'<text x="{x_at(x):.1f}" y="{HEIGHT - _BOTTOM + 14}" text-anchor="middle" font-size="10">{x}</text>')
+        parts.append(f'<text x="{x_at(x):.1f}" y="{HEIGHT - _BOTTOM + 14}" text-anchor="middle" '
+                     f'font-size="10">{x}</text>')
     parts.append(f'<text x="{_LEFT + inner_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" font-size="11">'
                  f"{_e(axis)}</text>")
     for layer, xs, ys in drawn:

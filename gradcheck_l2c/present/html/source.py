@@ -1,5 +1,6 @@
 """A source file as the report shows it: every line numbered and linkable, marked lines coloured by severity,
-and beside each marked line its findings (what happened, the fix in words and as a diff with its verdict, the graph) or the finding it belongs to."""
+and beside each marked line its findings (what happened, the fix in words and as a diff with its verdict, the
+graph) or the finding it belongs to."""
 from __future__ import annotations
 
 import html

@@ -103,7 +103,8 @@ def test_the_verdict_of_fix_verify_shows_in_the_index_and_beside_the_line_escape
     script.write_text("import torch\n\nw = torch.ones(2)\nx = w.sum().item()\n")
     hostile = "<img src=x onerror=window.pwned=1>"
     finding = Finding("item", "error", "w", str(script), 4, "x = w.sum().item()", "made a number", "keep a tensor",
-                      fix_diff=f"--- a/step.py\n+++ b/step.py\n@@ -4 +4 @@\n-x = w.sum().item()\n+x = w.sum()  # {hostile}\n",
+                      fix_diff="--- a/step.py\n+++ b/step.py\n@@ -4 +4 @@\n-x = w.sum().item()\n"
+                               f"+x = w.sum()  # {hostile}\n",
                       verified="not enough", verify_note=f"w still gets no gradient: step.py:9 (detach) {hostile}")
     out = tmp_path / "report"
     write_html_report(out, [finding], [WatchedTensor("w", (2,), False)])
@@ -118,7 +119,8 @@ def test_grad_stats_plot_draws_each_weight_escaped_and_survives_zero_and_non_fin
     hostile = "<img src=x onerror=window.pwned=1>.weight"
     layers = [LayerGradients(hostile, (4, 4), (1, 2, 3), (1e-3, 0.0, float("inf")), (1.0, 1.0, 1.0), 4, 0,
                              ("exploding_gradient",), (1, 2), (1e-2, float("nan"))),
-              LayerGradients("b.weight", (4, 4), (1, 2, 3), (1.0, 2.0, 3.0), (1.0, 1.0, 1.0), 4, 0, (), (1, 2), (0.1, 0.2)),
+              LayerGradients("b.weight", (4, 4), (1, 2, 3), (1.0, 2.0, 3.0), (1.0, 1.0, 1.0), 4, 0, (), (1, 2),
+                             (0.1, 0.2)),
               LayerGradients("b.bias", (4,), (1, 2, 3), (1.0, 2.0, 3.0), (1.0, 1.0, 1.0))]  # vectors are left out
     section = grad_stats_section(layers)
     assert "<img src=x" not in section and section.count("<title>&lt;img src=x onerror=window.pwned=1&gt;.weight") == 2

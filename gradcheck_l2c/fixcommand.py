@@ -25,7 +25,7 @@ from gradcheck_l2c.records import Finding
 from gradcheck_l2c.runner import EXIT_FINDINGS, EXIT_OK, ScriptRunner, show_exception, traced_run
 
 #: Options of ``fix`` that take a value (the command line splits the script's arguments off after them).
-VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--max-steps", "--max-seconds"})
+VALUE_OPTIONS = frozenset({"--watch", "--json", "--sarif", "--html", "--max-steps", "--max-seconds"})
 
 
 def add_fix_parser(commands: Any, count: Any) -> None:
@@ -52,6 +52,8 @@ def add_fix_parser(commands: Any, count: Any) -> None:
     fix.add_argument("--watch", action="append", metavar="PATTERN", help="watch only tensors whose name matches")
     fix.add_argument("--json", metavar="FILE", help="also write the findings, diffs and verdicts as JSON to FILE")
     fix.add_argument("--sarif", metavar="FILE", help="also write them as SARIF 2.1.0 (with fixes) to FILE")
+    fix.add_argument("--html", metavar="DIR", help="also write the HTML report, each diff and verdict beside its line, "
+                     "into DIR (open DIR/index.html)")
     fix.add_argument("script", nargs="?", help="the Python file to run")
     fix.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     fix.set_defaults(handler=fix_command)
@@ -67,7 +69,9 @@ def fix_command(options: argparse.Namespace) -> int:
     if (options.max_steps is not None or options.max_seconds is not None) and not options.verify:
         raise UsageError("--max-steps and --max-seconds go with --verify")
     from gradcheck_l2c.fix.applier import patched, project_root, unified_diff, write_patched
+    from gradcheck_l2c.paths import output_folder
 
+    options.html = options.html and output_folder(options.html, "--html")
     stderr = sys.stderr
     runner = ScriptRunner(options.script, options.args)
     try:
@@ -92,6 +96,10 @@ def fix_command(options: argparse.Namespace) -> int:
 
         write_sarif(options.sarif, sarif_document(findings, version=__version__,
                                                   root=project_root(runner.filename), exit_code=code))
+    if options.html:
+        from gradcheck_l2c.present.html.report import html_summary, write_html_report
+
+        print(f"gradcheck-l2c fix: {html_summary(write_html_report(options.html, findings, watched))}", file=stderr)
     if not texts:
         print("gradcheck-l2c fix: no finding has a mechanical fix" + (" that verified" if options.verify else "")
               + "; the report above says why.", file=stderr)

@@ -102,7 +102,8 @@ class WatchedTensor:
 class LayerGradients:
     """``--grad-stats``: one parameter's gradient over the run. ``grad_norms[i]`` and ``weight_norms[i]`` at
     backward ``backwards[i]``; ``units`` rows of a weight (0 for a vector), ``dead`` of them never got a
-    non-zero gradient; ``flags`` the kinds found about it (``vanishing_gradient``, ...)."""
+    non-zero gradient; ``flags`` the kinds found about it (``vanishing_gradient``, ...); ``update_ratios[j]``
+    the update of optimizer step ``steps[j]`` over the weight (|Δw| / |w|)."""
 
     name: str
     shape: tuple[int, ...]
@@ -112,10 +113,13 @@ class LayerGradients:
     units: int = 0
     dead: int = 0
     flags: tuple[str, ...] = ()
+    steps: tuple[int, ...] = ()
+    update_ratios: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "shape": list(self.shape), "backwards": list(self.backwards),
                 "grad_norms": list(self.grad_norms), "weight_norms": list(self.weight_norms),
+                "steps": list(self.steps), "update_ratios": list(self.update_ratios),
                 "units": self.units, "dead_units": self.dead, "flags": list(self.flags)}
 
 

@@ -77,7 +77,7 @@ def layer_gradients(record: TraceRecord) -> list[LayerGradients]:
                                                   ("dead_units", dead_units(series))) if test)
         found.append(LayerGradients(watched.name, tuple(watched.shape), tuple(series.backwards),
                                     tuple(series.grad_norms), tuple(series.weight_norms), series.units,
-                                    series.dead, flags))
+                                    series.dead, flags, tuple(series.steps), tuple(series.update_ratios)))
     return found
 
 

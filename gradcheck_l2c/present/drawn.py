@@ -27,7 +27,7 @@ def write_drawn(tracer: Any, *, render: str | None = None, html: str | None = No
             lines = []
             if html:
                 lines.append(html_summary(write_html_report(html, tracer.findings, tracer.watched, tracer.graphs,
-                                                            full=full)))
+                                                            full=full, layers=tracer.grad_stats)))
             if render:
                 lines.append(render_summary(write_render_dir(tracer.graphs, tracer.findings, render, fmt=fmt,
                                                              full=full)))

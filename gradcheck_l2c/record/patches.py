@@ -5,7 +5,8 @@
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
 - ``Optimizer.__init__``: remembers optimizers and where they were built; a global step pre-hook
   notes what each training step finds (tensors stepped without the gradient a cut kept from them, a
-  ``step()`` whose gradients were all erased since the last backward);
+  ``step()`` whose gradients were all erased since the last backward); with ``--grad-stats``, a post-hook
+  too, for the size of each step's update;
 - ``zero_grad`` and torch's own optimizers' ``step()`` (without closure): run with the interceptor quiet,
   since they touch every parameter and ``.grad`` and run no user code;
 - ``torch.from_numpy`` and the legacy ``Variable(...)`` (which torch-function modes do not see):
@@ -32,7 +33,7 @@ import torch
 from torch import nn
 from torch.compiler import is_compiling
 from torch.nn.modules import module as module_hooks
-from torch.optim.optimizer import register_optimizer_step_pre_hook
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradcheck_l2c.record import wrappers
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, user_frame, user_site
@@ -59,6 +60,8 @@ class Patches:
             self._undo.append(module_hooks.register_module_forward_pre_hook(self._enter_module).remove)
             self._undo.append(module_hooks.register_module_forward_hook(self._leave_module, always_call=True).remove)
         self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
+        if self.state.grad_stats is not None:  # --grad-stats: each step's update beside its weight
+            self._undo.append(register_optimizer_step_post_hook(self._after_step).remove)
         self._replace(torch.optim.Optimizer, "zero_grad", self._clearing(self._quietly(torch.optim.Optimizer.zero_grad)))
         self._replace(nn.Module, "zero_grad", self._quietly(nn.Module.zero_grad))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
@@ -151,7 +154,14 @@ class Patches:
         if not self.state.scope.in_trace_thread() or is_compiling():
             return
         self.state.optimizers.step(optimizer, user_site(1), closure=len(args) > 1 or kwargs.get("closure") is not None)
+        if self.state.grad_stats is not None:
+            self.state.grad_stats.before_step(optimizer)
         self._quiet_steps(type(optimizer))
+
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """``--grad-stats``: the step ended; the size of its update."""
+        if self.state.scope.in_trace_thread() and not is_compiling():
+            self.state.grad_stats.after_step(optimizer)
 
     def _quiet_steps(self, cls: type) -> None:
         """From now on, ``cls.step()`` without a closure runs past the interceptor when it is torch's own

@@ -21,6 +21,8 @@ PRIVATE_NAMES: dict[str, str] = {
     "torch._C._set_grad_enabled": "--nan's check after every op turns gradients off in one call, without "
                                   "building a context manager",
     "torch._foreach_norm": "--grad-stats takes the norms of every gradient and weight in one call per backward",
+    "torch._foreach_neg": "--grad-stats copies the weights an optimizer step holds in one call before the step",
+    "torch._foreach_add_": "--grad-stats takes the step's change of those weights in one call after it",
 }
 #: Internal attributes of torch objects (not module-level names), and why.
 PRIVATE_ATTRIBUTES: dict[str, str] = {
@@ -108,3 +110,7 @@ set_grad_enabled = torch._C._set_grad_enabled
 
 #: The norm of each tensor of a list in one call: ``--grad-stats``'s per-backward gradient and weight norms.
 foreach_norm = torch._foreach_norm
+#: ``--grad-stats``'s update per optimizer step: the weights negated (a copy) in one call before the step, and
+#: the weights after it added to that copy in one call (their change).
+foreach_neg = torch._foreach_neg
+foreach_add_ = torch._foreach_add_

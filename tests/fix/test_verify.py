@@ -1,6 +1,6 @@
 """``fix --verify`` reruns the patched copy and says, per finding, verified / not enough / not checked: on the
 seed question (the ``.item()`` alone is not enough, with ``load_state_dict`` it is verified and alpha learns) and
-on cases of tests/cases whose kinds have mechanical fixes."""
+on cases of tests/cases whose kinds have mechanical fixes; the HTML report of ``fix --verify --html`` shows both."""
 from __future__ import annotations
 
 import contextlib
@@ -105,8 +105,12 @@ def test_with_verify_the_printed_diff_holds_only_the_fixes_that_work(tmp_path, m
         "shift = b.sum().item()  # no backward ever reaches b: dropping .item() cannot help\n"
         "print(w.grad, b.grad, shift)\n")
     monkeypatch.chdir(tmp_path)
-    assert main(["fix", "--verify", "train.py"]) == 1  # the error on b has no working fix
+    assert main(["fix", "--verify", "--html", "report", "train.py"]) == 1  # the error on b has no working fix
     out = capsys.readouterr()
     assert "+loss = w.sum() * 2\n" in out.out and "-shift" not in out.out
     assert "verified: w gets a gradient" in out.err and "not enough: b still gets no gradient" in out.err
     assert "+shift = b.sum()  # no backward" in out.err  # the report still shows the fix that did not work
+    page = next((tmp_path / "report").glob("source-*.html")).read_text()  # the HTML report: both, beside the lines
+    assert '<div class="verdict verified"><b>verified</b> w gets a gradient</div>' in page
+    assert '<div class="verdict not-enough"><b>not enough</b> b still gets no gradient' in page
+    assert '<span class="add">+loss = w.sum() * 2</span>' in page and '<span class="add">+shift = b.sum()' in page

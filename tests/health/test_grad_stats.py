@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from gradcheck_l2c.cli import main
 from tests.conftest import Snippet
 
@@ -98,12 +100,42 @@ def test_off_by_default(tmp_path):
     assert t.grad_stats == [] and not _flags(t)
 
 
+def test_each_step_s_update_is_measured_beside_its_weight(tmp_path):
+    """Plain SGD moves a weight by lr * its gradient: the recorded ratio is lr * |grad| / |weight| at every step."""
+    t = Snippet(tmp_path / "dead.py", DEAD.format(bias=0.1)).run(grad_stats=True)
+    layers = {layer.name: layer for layer in t.grad_stats}
+    assert set(layers) == {"Sequential.0.weight", "Sequential.0.bias", "Sequential.2.weight", "Sequential.2.bias"}
+    for layer in layers.values():
+        assert layer.steps == tuple(range(1, 11))
+        expected = [0.01 * g / w for g, w in zip(layer.grad_norms, layer.weight_norms)]
+        assert layer.update_ratios == pytest.approx(expected, rel=1e-3)
+
+
+def test_a_step_without_gradients_moves_nothing_and_later_steps_are_sampled(tmp_path):
+    code = DEAD.format(bias=0.1).replace("    opt.step()", "    opt.step()\n    opt.zero_grad()\n    opt.step()")
+    layer = next(layer for layer in Snippet(tmp_path / "twice.py", code).run(grad_stats=True).grad_stats)
+    assert layer.steps == (*range(1, 11), 20)  # each of the first ten steps, then every tenth
+    ratios = dict(zip(layer.steps, layer.update_ratios))
+    assert all(ratios[n] > 0 for n in (1, 3, 5, 7, 9))
+    assert all(ratios[n] == 0 for n in (2, 4, 6, 8, 10, 20))  # after zero_grad(): no gradient, no move
+
+
 def test_cli_writes_the_numbers_into_the_json_and_draws_the_plot(tmp_path, capsys):
     script = Snippet(tmp_path / "dead.py", DEAD.format(bias=-100.0))
-    report, folder = tmp_path / "report.json", tmp_path / "out"
-    main(["trace", "--grad-stats", "--json", str(report), "--render", str(folder), str(script.path)])
+    report, folder, page = tmp_path / "report.json", tmp_path / "out", tmp_path / "html"
+    main(["trace", "--grad-stats", "--json", str(report), "--render", str(folder), "--html", str(page),
+          str(script.path)])
     layers = {layer["name"]: layer for layer in json.loads(report.read_text())["grad_stats"]}
     assert layers["Sequential.0.weight"]["dead_units"] == 5 and len(layers["Sequential.0.weight"]["grad_norms"]) == 10
     assert layers["Sequential.0.weight"]["flags"] == ["dead_units"]
+    assert layers["Sequential.2.weight"]["steps"] == list(range(1, 11))
+    assert len(layers["Sequential.2.weight"]["update_ratios"]) == 10
     assert (folder / "grad_stats.png").stat().st_size > 0
-    assert "Sequential.0.weight" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    row = next(line for line in err.splitlines() if line.strip().startswith("Sequential.2.weight"))
+    last_update = layers["Sequential.2.weight"]["update_ratios"][-1]
+    assert f"{last_update:9.3g}" in row and "10 optimizer steps" in err
+    index = (page / "index.html").read_text()  # the same numbers drawn inline: one line per weight in each chart
+    plots = index.split("<h2>Gradient health</h2>")[1]
+    assert plots.count("<svg ") == 2 and plots.count("<title>Sequential.0.weight</title>") == 2
+    assert '<b class="flagged">dead_units</b>' in plots

@@ -34,6 +34,17 @@ tr.gap td { color: #999; }
 .finding.error { border-left: 5px solid #c00; } .finding.warning { border-left: 5px solid #e08a00; }
 .finding.info { border-left: 5px solid #3a7bd5; }
 .finding .fix { margin-top: 0.3em; } .finding .fix b { color: #070; }
+.verdict { margin-top: 0.3em; } .verdict.verified b { color: #070; } .verdict.not-enough b { color: #b00; }
+.verdict.not-checked b { color: #666; }
+details.diff { margin-top: 0.3em; } details.diff summary { cursor: pointer; color: #444; }
+details.diff pre { margin: 0.2em 0; padding: 0.3em 0.5em; background: #f7f7f7; overflow-x: auto; }
+details.diff span { display: block; } details.diff .add { background: #e6ffec; }
+details.diff .del { background: #ffebe9; }
+details.diff .hunk { color: #6a737d; } details.diff .file { color: #444; font-weight: bold; }
+.gradplots { display: flex; flex-wrap: wrap; gap: 1em; } figure.gradplot { margin: 0; }
+figure.gradplot figcaption { font-size: 0.9em; color: #444; text-align: center; }
+ul.legend { list-style: none; padding: 0; columns: 3 18em; } .swatch { display: inline-block; width: 1.2em;
+  height: 0.6em; margin-right: 0.4em; } .flagged { color: #b00; font-weight: normal; }
 .graph { display: block; margin-top: 0.4em; }
 .graph img { max-width: 38em; max-height: 30em; border: 1px solid #ddd; background: #fff; }
 .note { background: #fff3cd; padding: 0.3em 0.6em; border-left: 4px solid #e0a800; }

@@ -6,6 +6,7 @@ import html
 from collections.abc import Sequence
 
 from gradcheck_l2c.present.draw.page import Section
+from gradcheck_l2c.present.html.fixes import verdict
 from gradcheck_l2c.present.html.links import Links
 from gradcheck_l2c.present.html.marks import Entry, Marked
 from gradcheck_l2c.present.textreport import display_file, display_place
@@ -69,7 +70,7 @@ def _row(entry: Entry, links: Links) -> str:
             f'<td class="sev {_e(f.severity)}" data-value="{_SEVERITY_RANK.get(f.severity, 3)}">{_e(f.severity)}</td>'
             f"<td>{_e(f.kind)}</td><td>{_e(entry.rule)}</td><td><code>{_e(f.tensor)}</code></td>"
             f'<td data-value="{_e(f.file)}:{f.line:08d}">{where}</td><td data-value="{f.count}">{f.count}</td>'
-            f"<td>{_e(f.message)}{fix}</td></tr>")
+            f"<td>{_e(f.message)}{fix}{verdict(f)}</td></tr>")
 
 
 def _files(marked: Marked, links: Links) -> str:

@@ -76,11 +76,11 @@ def mark(findings: Sequence[Finding], sections: Sequence[Section] = ()) -> Marke
     """Number the findings that are not suppressed (errors first, then by place) and mark their lines."""
     shown = sorted((f for f in findings if not f.suppressed),
                    key=lambda f: (_SEVERITY_ORDER.get(f.severity, 3), f.file, f.line, f.kind, f.tensor))
-    graph_of: dict[Finding, Section] = {}
+    graph_of: dict[tuple, Section] = {}  # by key: a finding given its fix's diff is still the one drawn
     for section in sections:
         for finding in section.findings:
-            graph_of.setdefault(finding, section)
-    entries = [Entry(number, finding, code_of(finding.kind), graph_of.get(finding))
+            graph_of.setdefault(finding.key(), section)
+    entries = [Entry(number, finding, code_of(finding.kind), graph_of.get(finding.key()))
                for number, finding in enumerate(shown, 1)]
     files: dict[str, SourceFile] = {}
 

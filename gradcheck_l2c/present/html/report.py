@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gradcheck_l2c.fix.diffs import with_fix_diffs
 from gradcheck_l2c.present.html import assets
+from gradcheck_l2c.present.html.gradplot import grad_stats_section
 from gradcheck_l2c.present.html.index import index_body
 from gradcheck_l2c.present.html.links import Links
 from gradcheck_l2c.present.html.marks import mark
 from gradcheck_l2c.present.html.source import source_listing
 from gradcheck_l2c.present.textreport import display_file, summary_line
-from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
+from gradcheck_l2c.records import CapturedGraph, Finding, LayerGradients, WatchedTensor
 
 TITLE = "gradcheck-l2c: missing gradients"
 #: Lines shown around each marked line in the notebook's inline report.
@@ -28,20 +30,24 @@ INLINE_CONTEXT = 3
 
 
 def write_html_report(out_dir: str | Path, findings: Sequence[Finding], watched: Sequence[WatchedTensor],
-                      graphs: Sequence[CapturedGraph] = (), *, full: bool = False) -> list[Path]:
+                      graphs: Sequence[CapturedGraph] = (), *, full: bool = False,
+                      layers: Sequence[LayerGradients] = ()) -> list[Path]:
     """Write the report into ``out_dir``; returns the pages written, ``index.html`` first.
 
-    The graphs are drawn as ``graph-<n>.svg`` (``.dot`` sources and a note when Graphviz is missing).
+    The graphs are drawn as ``graph-<n>.svg`` (``.dot`` sources and a note when Graphviz is missing); each
+    mechanical fix is shown as a diff beside its line (with LibCST installed); ``layers`` (``--grad-stats``)
+    are plotted on the index.
     """
     from gradcheck_l2c.present.draw.render import draw_graphs
 
+    findings = with_fix_diffs(findings)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sections = draw_graphs(graphs, findings, out, fmt="svg", full=full) if graphs else []
     marked = mark(findings, sections)
     links = Links(marked.files)
     index_path = out / "index.html"
-    body = index_body(marked, summary_line(findings, watched), links, sections)
+    body = index_body(marked, summary_line(findings, watched), links, sections) + grad_stats_section(layers)
     index_path.write_text(_document(TITLE, f"<h1>{html.escape(TITLE)}</h1>\n{body}", links), encoding="utf-8")
     written = [index_path]
     for source in marked.files.values():
@@ -61,6 +67,7 @@ def inline_html(findings: Sequence[Finding], watched: Sequence[WatchedTensor],
     lines around them; graphs are embedded, ids are unique to this block."""
     from gradcheck_l2c.present.draw.render import draw_graphs
 
+    findings = with_fix_diffs(findings)
     with tempfile.TemporaryDirectory(prefix="gradcheck-html-") as folder:
         sections = draw_graphs(graphs, findings, Path(folder), fmt="svg") if graphs else []
         marked = mark(findings, sections)

@@ -1,10 +1,12 @@
 """A source file as the report shows it: every line numbered and linkable, marked lines coloured by severity,
-and beside each marked line its findings (what happened, the fix, the graph) or the finding it belongs to."""
+and beside each marked line its findings (what happened, the fix in words and as a diff with its verdict, the
+graph) or the finding it belongs to."""
 from __future__ import annotations
 
 import html
 import linecache
 
+from gradcheck_l2c.present.html.fixes import diff_block, verdict
 from gradcheck_l2c.present.html.links import Links
 from gradcheck_l2c.present.html.marks import Entry, LineMarks, SourceFile
 from gradcheck_l2c.present.textreport import display_file, display_place
@@ -52,14 +54,15 @@ def _line_row(source: SourceFile, number: int, code: str, links: Links) -> str:
 
 def _notes_row(source: SourceFile, number: int, links: Links) -> str:
     marks: LineMarks = source.lines[number]
-    notes = [_finding_note(entry, links) for entry in marks.cuts]
+    first_with = {entry.finding.fix_diff: entry for entry in reversed(marks.cuts)}  # one diff shown once a line
+    notes = [_finding_note(entry, links, show_diff=first_with[entry.finding.fix_diff] is entry) for entry in marks.cuts]
     notes += [_related_note(entry, place.role, links) for entry, place in marks.related]
     graphs = {id(entry.graph): entry.graph for entry in marks.cuts if entry.graph is not None}
     notes += [links.graph(section) for section in graphs.values()]
     return f'<tr class="notes-row"><td></td><td><div class="notes">{"".join(notes)}</div></td></tr>'
 
 
-def _finding_note(entry: Entry, links: Links) -> str:
+def _finding_note(entry: Entry, links: Links, *, show_diff: bool = True) -> str:
     f = entry.finding
     count = f" ×{f.count}" if f.count > 1 else ""
     tensor = f" on <code>{_e(f.tensor)}</code>" if f.tensor else ""
@@ -69,6 +72,7 @@ def _finding_note(entry: Entry, links: Links) -> str:
              f"<div>{_e(f.message)}</div>"]
     if f.fix:
         parts.append(f'<div class="fix"><b>fix:</b> {_e(f.fix)}</div>')
+    parts += [verdict(f), diff_block(f) if show_diff else ""]
     for place in f.related:
         if place.file and place.line > 0:
             where = display_place(place.file, place.line)

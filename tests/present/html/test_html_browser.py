@@ -4,6 +4,7 @@ follows a finding to its source line and back, and runs nothing the traced scrip
 Needs Chromium and chromedriver (Debian: `apt-get install chromium chromium-driver`, which `make setup` does
 as root) and Selenium (the [test] extra); skipped with the reason where one is missing.
 """
+import importlib.util
 import shutil
 
 import pytest
@@ -72,6 +73,9 @@ def test_index_sorts_filters_and_leads_to_the_source_line_and_back(browser, seed
     assert browser.current_url.endswith(f".html#L{seed_lines['item']}")
     line = browser.find_element(By.ID, f"L{seed_lines['item']}")
     assert "error" in line.get_attribute("class").split() and ".item()" in line.text
+    if importlib.util.find_spec("libcst") is not None:  # the fix's diff is shown, open, under the line
+        diff = browser.find_element(By.CSS_SELECTOR, f"tr#L{seed_lines['item']} + tr.notes-row details.diff pre")
+        assert diff.is_displayed() and "+                        theta_next[name] -= model.w[i][j] * delta" in diff.text
 
     browser.find_element(By.CSS_SELECTOR, "div.finding.error a[href^='index.html#f']").click()
     assert browser.current_url.split("/")[-1].startswith("index.html#f")

@@ -2,10 +2,13 @@
 test_html_browser.py clicks through it for real)."""
 import re
 
+import pytest
+
 from gradcheck_l2c.cli import main
 from gradcheck_l2c.present.draw import render
-from gradcheck_l2c.present.html.report import inline_html
-from gradcheck_l2c.records import Finding, Related, WatchedTensor
+from gradcheck_l2c.present.html.gradplot import grad_stats_section
+from gradcheck_l2c.present.html.report import inline_html, write_html_report
+from gradcheck_l2c.records import Finding, LayerGradients, Related, WatchedTensor
 from gradcheck_l2c.runner import EXIT_USAGE
 
 
@@ -83,3 +86,44 @@ def test_inline_report_is_one_block_with_ids_of_its_own(tmp_path):
     assert "print(x)" in block and f'id="{prefix}s1-L1"' not in block
     assert block.count("&#8942;") == 1  # line 1 left out, then lines 2-11 (3 around each mark) in one run
     assert block.startswith('<div class="gradcheck-report">') and "<html" not in block
+
+
+def test_a_mechanical_fix_shows_as_a_diff_beside_its_line(seed_report, seed_lines):
+    pytest.importorskip("libcst")
+    page = _source_page(seed_report).read_text()
+    notes = page.split(f'id="L{seed_lines["item"]}">')[1].split('<tr class="line')[0]  # the notes under the cut
+    diff = re.search(r'<details class="diff" open>.*?</details>', notes).group(0)
+    assert '<span class="del">-' in diff and ".item() * delta_theta" in diff
+    assert '<span class="add">+' in diff and "model.w[i][j] * delta_theta" in diff
+    assert '<div class="verdict' not in page  # trace does not verify
+
+
+def test_the_verdict_of_fix_verify_shows_in_the_index_and_beside_the_line_escaped(tmp_path):
+    script = tmp_path / "step.py"
+    script.write_text("import torch\n\nw = torch.ones(2)\nx = w.sum().item()\n")
+    hostile = "<img src=x onerror=window.pwned=1>"
+    finding = Finding("item", "error", "w", str(script), 4, "x = w.sum().item()", "made a number", "keep a tensor",
+                      fix_diff="--- a/step.py\n+++ b/step.py\n@@ -4 +4 @@\n-x = w.sum().item()\n"
+                               f"+x = w.sum()  # {hostile}\n",
+                      verified="not enough", verify_note=f"w still gets no gradient: step.py:9 (detach) {hostile}")
+    out = tmp_path / "report"
+    write_html_report(out, [finding], [WatchedTensor("w", (2,), False)])
+    index, page = (out / "index.html").read_text(), _source_page(out).read_text()
+    assert '<div class="verdict not-enough"><b>not enough</b> w still gets no gradient: step.py:9 (detach)' in index
+    assert '<span class="add">+x = w.sum()  # &lt;img src=x' in page and '<span class="del">-x = w.sum().item()' in page
+    assert '<b>not enough</b> w still gets no gradient' in page
+    assert "<img src=x" not in index + page
+
+
+def test_grad_stats_plot_draws_each_weight_escaped_and_survives_zero_and_non_finite_values():
+    hostile = "<img src=x onerror=window.pwned=1>.weight"
+    layers = [LayerGradients(hostile, (4, 4), (1, 2, 3), (1e-3, 0.0, float("inf")), (1.0, 1.0, 1.0), 4, 0,
+                             ("exploding_gradient",), (1, 2), (1e-2, float("nan"))),
+              LayerGradients("b.weight", (4, 4), (1, 2, 3), (1.0, 2.0, 3.0), (1.0, 1.0, 1.0), 4, 0, (), (1, 2),
+                             (0.1, 0.2)),
+              LayerGradients("b.bias", (4,), (1, 2, 3), (1.0, 2.0, 3.0), (1.0, 1.0, 1.0))]  # vectors are left out
+    section = grad_stats_section(layers)
+    assert "<img src=x" not in section and section.count("<title>&lt;img src=x onerror=window.pwned=1&gt;.weight") == 2
+    assert section.count("<polyline") == 4 and "b.bias" not in section
+    assert '<b class="flagged">exploding_gradient</b>' in section
+    assert grad_stats_section(layers[2:]) == ""  # nothing to plot without a weight: no section

@@ -21,10 +21,12 @@ from typing import Any, Callable, TypeVar
 
 import torch
 
+from gradcheck_l2c.children import ChildProcesses
 from gradcheck_l2c.errors import ConcurrentTraceError, NestedTraceError, UsageError
 from gradcheck_l2c.record.interrupts import InterruptGuard
 from gradcheck_l2c.record.torch_internals import functions_off, mode_stack
 from gradcheck_l2c.record.watch import WatchSpec
+from gradcheck_l2c.present.merge import with_children
 from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -287,8 +289,6 @@ def _recorder(spec: WatchSpec, record_sites: bool, checks: dict[str, bool]) -> t
 
 def _follow_children(tracer: Trace, scope: Any) -> Any:
     """The child processes ``tracer`` will start, each traced by a trace watching what it watches."""
-    from gradcheck_l2c.children import ChildProcesses
-
     children = ChildProcesses(functools.partial(Trace, tracer._patterns, **tracer.checks), active_trace,
                               scope.untraced_child)
     scope.follow_child = children.start
@@ -298,8 +298,6 @@ def _follow_children(tracer: Trace, scope: Any) -> Any:
 def _with_children(verdict: Any, children: list[Any]) -> Any:
     """``verdict`` with the findings and watched tensors of the child processes' results added."""
     if children:
-        from gradcheck_l2c.present.merge import with_children
-
         verdict.findings, verdict.watched = with_children(verdict.findings, verdict.watched, children)
     return verdict
 

@@ -4,6 +4,7 @@ worker's own line. A child that cannot be traced is still reported as untraced (
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 
@@ -14,7 +15,6 @@ from gradcheck_l2c import trace
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 ENV = {name: value for name, value in os.environ.items() if name not in ("GRADCHECK_L2C_DISABLED", "NO_COLOR")}
-CUT_LINE = 23  # the line of `.item()` in `cut` below
 
 
 def cut(seed):
@@ -22,6 +22,9 @@ def cut(seed):
     w = torch.ones(3, requires_grad=True)
     torch.tensor((w * seed).sum().item(), requires_grad=True).backward()
     return w.grad is None
+
+
+CUT_LINE = cut.__code__.co_firstlineno + 3  # the line of `.item()` in `cut`
 
 
 def learn(seed):
@@ -99,6 +102,24 @@ def test_a_process_that_cannot_be_traced_is_reported_with_the_reason(untouched):
     found = [(f.kind, f.line, f.count) for f in t.findings if f.kind == "untraced_process"]
     assert found == [("untraced_process", start_line, 1)]
     assert "OwnRun overrides run()" in t.findings[0].message
+
+
+def killed():
+    cut(1)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@needs_fork
+def test_a_child_killed_before_it_could_report_is_reported_as_untraced(untouched):
+    with trace() as t:
+        process = multiprocessing.get_context("fork").Process(target=killed)
+        process.start()
+        start_line = sys._getframe().f_lineno - 1
+        process.join(timeout=60)
+    assert process.exitcode == -signal.SIGKILL
+    found = [(f.kind, f.line) for f in t.findings]
+    assert found == [("untraced_process", start_line)]
+    assert "ended without a report" in t.findings[0].message
 
 
 SCRIPT = """

@@ -19,8 +19,8 @@ def scan(run) -> list[Finding]:
             KIND, "warning", processes, site,
             f"{processes} started here with multiprocessing ran untraced ({why}): a gradient cut inside "
             f"{'it' if count == 1 else 'them'} is not in this report.",
-            "trace the training code in the process that runs it (with gradcheck_l2c.trace() inside the worker), "
-            "or run it in the main process while checking gradients.",
+            "give the Process a target instead of overriding run(), join the children before the script ends, or "
+            "trace the training code in the worker with gradcheck_l2c.trace().",
             count,
         ))
     return found

@@ -24,11 +24,13 @@ from typing import Any, Callable
 from gradcheck_l2c.launch import process_alive
 from gradcheck_l2c.present.merge import RankResult, read_results, write_result
 
-#: The longest a trace that ends waits for children still running that have not reported yet.
+#: The longest a trace that ends waits for non-daemon children still running that have not reported yet
+#: (daemon ones, a Pool's workers, only end at exit, after the report: they are not waited for).
 CHILD_WAIT = 5.0
 _POLL = 0.05
 #: Why a child that ended without writing its result is not in the report.
 LOST = "it ended without a report: killed, or still running when the trace ended"
+RUNNING = "a daemon process, such as a Pool's worker, still running when the trace ended: close the pool first"
 
 
 class ChildProcesses:
@@ -41,7 +43,7 @@ class ChildProcesses:
                  untraced: Callable[[Any, str], None]) -> None:
         self.new_trace, self.active, self.untraced = new_trace, active, untraced
         self.folder: str | None = None
-        self.started: list[tuple[Any, int]] = []  # (site of the start, pid)
+        self.started: list[tuple[Any, int, bool]] = []  # (site of the start, pid, daemon)
 
     def start(self, process: BaseProcess, site: Any, start: Callable[[], Any]) -> Any:
         """``Process.start`` under the trace: the child's target wrapped while it starts, then put back."""
@@ -59,7 +61,7 @@ class ChildProcesses:
         finally:
             process._target = target  # type: ignore[attr-defined]
             if process.pid is not None:
-                self.started.append((site, process.pid))
+                self.started.append((site, process.pid, process.daemon))
 
     def finish(self) -> list[RankResult]:
         """The children's results, once each has reported or ended (at most :data:`CHILD_WAIT` seconds for
@@ -71,13 +73,14 @@ class ChildProcesses:
             while True:
                 results = read_results(self.folder)
                 reported = {result.rank for result in results}
-                running = [pid for _, pid in self.started if pid not in reported and process_alive(pid)]
+                running = [pid for _, pid, daemon in self.started
+                           if not daemon and pid not in reported and process_alive(pid)]
                 if not running or time.monotonic() > deadline:
                     break
                 time.sleep(_POLL)
-            for site, pid in self.started:
+            for site, pid, daemon in self.started:
                 if pid not in reported:
-                    self.untraced(site, LOST)
+                    self.untraced(site, RUNNING if daemon and process_alive(pid) else LOST)
             return results
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)

@@ -165,7 +165,7 @@ def _wait_for_ranks(env: RankEnv) -> list[int]:
     while True:
         pids = _registered(env.folder)
         running = [rank for rank, pid in pids.items()
-                   if not os.path.exists(result_path(env.folder, rank)) and _alive(pid)]
+                   if not os.path.exists(result_path(env.folder, rank)) and process_alive(pid)]
         waited = time.monotonic() - start
         if not running and (len(pids) >= env.local_world_size or waited > _START_WAIT):
             return []
@@ -186,7 +186,7 @@ def _registered(folder: str) -> dict[int, int]:
     return pids
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether the process runs (a zombie, dead but not yet reaped by torchrun, does not)."""
     try:
         os.kill(pid, 0)

@@ -33,7 +33,8 @@ class Finding:
     place) happened during the trace; ``related`` are other places that belong to it (where the symptom
     showed, where the tensor was defined). ``suppressed``: a ``# gradcheck: ignore`` comment on the line
     silenced it; it stays in JSON and SARIF but is not listed and fails nothing. ``ranks``: in a report
-    merged from a distributed run, the ranks that found it (empty otherwise). ``fix_diff``: the fix as a
+    merged from a distributed run, the ranks that found it (empty otherwise); ``processes``: for a finding from
+    a child process the script started with multiprocessing, the processes that found it. ``fix_diff``: the fix as a
     unified diff when ``gradcheck-l2c fix`` found it mechanical; ``verified``: what ``fix --verify`` made of it
     (``verified``, ``not enough``, ``not checked``; empty when not asked), ``verify_note`` says why.
     """
@@ -51,6 +52,7 @@ class Finding:
     column: int | None = None
     suppressed: bool = False
     ranks: tuple[int, ...] = ()
+    processes: tuple[str, ...] = ()
     fix_diff: str = ""
     verified: str = ""
     verify_note: str = ""
@@ -62,10 +64,12 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                    if f.name not in ("related", "ranks")}
+                    if f.name not in ("related", "ranks", "processes")}
         document["related"] = [place.to_dict() for place in self.related]
         if self.ranks:
             document["ranks"] = list(self.ranks)
+        if self.processes:
+            document["processes"] = list(self.processes)
         return document
 
     @classmethod
@@ -74,6 +78,7 @@ class Finding:
         fields = dict(document)
         fields["related"] = tuple(Related(**place) for place in fields.get("related", ()))
         fields["ranks"] = tuple(fields.get("ranks", ()))
+        fields["processes"] = tuple(fields.get("processes", ()))
         return cls(**fields)
 
     @property

@@ -114,9 +114,10 @@ RULES: tuple[Rule, ...] = (
          "its gradient between backward() and step()."),
     Rule("GC023", "untraced_process", ("warning",), False, "untraced_process",
          "Child processes started with multiprocessing (Process, Pool, ProcessPoolExecutor, torch.multiprocessing) "
-         "ran untraced: a gradient cut inside them is not in the report.",
-         "Trace the training code in the process that runs it (with gradcheck_l2c.trace() in the worker), or run "
-         "it in the main process while checking gradients; use --nproc-per-node for torchrun-style ranks."),
+         "that could not be traced (a Process subclass with its own run(), a child killed or still running when "
+         "the trace ended) ran untraced: a gradient cut inside them is not in the report.",
+         "Give the Process a target instead of overriding run(), join the children before the script ends, or "
+         "trace the training code in the worker with gradcheck_l2c.trace(); use --nproc-per-node for torchrun ranks."),
     Rule("GC030", "non_finite", ("error", "warning"), False, "NaN/Inf",
          "With --nan: the first NaN, forward or backward, at the line of the op that made it from finite values "
          "(log of 0, 0/0, sqrt at 0 in backward, the masked branch of torch.where, float16 overflow in exp), or "

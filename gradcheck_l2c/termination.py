@@ -42,3 +42,8 @@ def terminable() -> Iterator[None]:
     finally:
         if signal.getsignal(signal.SIGTERM) is handle:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def ours(handler: Any) -> bool:
+    """Whether ``handler`` is the one :func:`terminable` installed (a forked child inherits it)."""
+    return getattr(handler, "__module__", None) == __name__

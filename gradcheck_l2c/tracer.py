@@ -21,10 +21,12 @@ from typing import Any, Callable, TypeVar
 
 import torch
 
+from gradcheck_l2c.children import ChildProcesses
 from gradcheck_l2c.errors import ConcurrentTraceError, NestedTraceError, UsageError
 from gradcheck_l2c.record.interrupts import InterruptGuard
 from gradcheck_l2c.record.torch_internals import functions_off, mode_stack
 from gradcheck_l2c.record.watch import WatchSpec
+from gradcheck_l2c.present.merge import with_children
 from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -50,6 +52,7 @@ class Trace:
 
     def __init__(self, watch: Any = None, *, record_sites: bool = False, nan: bool = False, grad_stats: bool = False) -> None:
         self._spec = WatchSpec.parse(watch)
+        self._patterns = watch if _patterns_only(watch) else None  # what child processes watch
         self.record_sites, self.checks = record_sites, {"nan": nan, "grad_stats": grad_stats}  # checks: TraceState's
         self.on_progress: Callable[[int, int], None] | None = None  # (backward calls, tensors missing)
         self._state: Any = None
@@ -59,6 +62,7 @@ class Trace:
         self._disabled = False
         self._guard: InterruptGuard | None = None
         self._joined: Trace | None = None  # the trace this one joined
+        self._children: Any = None  # the child processes it started (children.ChildProcesses)
 
     # ---- running ---------------------------------------------------------------------------
 
@@ -77,7 +81,8 @@ class Trace:
         finally:
             self._stop()  # a second pass finishes what an interrupt cut short in the first; else a no-op
         if self._state is not None and not self.forked:
-            self._verdict = self._judge()
+            children = self._children.finish() if self._children is not None else []
+            self._verdict = _with_children(self._judge(), children)
             if isinstance(exc_info[1], RuntimeError):
                 from gradcheck_l2c.judge.detectors.ddp_unused import note
 
@@ -109,6 +114,7 @@ class Trace:
         self._guard = InterruptGuard(self, Trace.__enter__.__code__, Trace.__exit__.__code__)
         self._guard.install()
         self._state, self._patches, self._mode = _recorder(self._spec, self.record_sites, self.checks)
+        self._children = _follow_children(self, self._state.scope)
         self._verdict = None
         self._mode.on_progress = self._progress
         self._patches.install()
@@ -279,6 +285,27 @@ def _recorder(spec: WatchSpec, record_sites: bool, checks: dict[str, bool]) -> t
     state.watch_requested()
     state.discover(user_frame(1))
     return state, Patches(state), Interceptor(state)
+
+
+def _follow_children(tracer: Trace, scope: Any) -> Any:
+    """The child processes ``tracer`` will start, each traced by a trace watching what it watches."""
+    children = ChildProcesses(functools.partial(Trace, tracer._patterns, **tracer.checks), active_trace,
+                              scope.untraced_child)
+    scope.follow_child = children.start
+    return children
+
+
+def _with_children(verdict: Any, children: list[Any]) -> Any:
+    """``verdict`` with the findings and watched tensors of the child processes' results added."""
+    if children:
+        verdict.findings, verdict.watched = with_children(verdict.findings, verdict.watched, children)
+    return verdict
+
+
+def _patterns_only(watch: Any) -> bool:
+    """Whether ``watch`` is None or names and globs, which a child process can watch as well."""
+    return watch is None or isinstance(watch, str) or \
+        (isinstance(watch, (list, tuple)) and all(isinstance(item, str) for item in watch))
 
 
 def _refuse_pieces(function: Callable[..., Any]) -> None:

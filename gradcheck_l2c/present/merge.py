@@ -2,7 +2,8 @@
 
 A rank writes its result (:func:`write_result`) atomically when its script ends; the merging process
 reads what exists (:func:`read_results`) and :func:`merge` folds the same finding from several ranks
-into one, with the ranks it came from in ``Finding.ranks``.
+into one, with the ranks it came from in ``Finding.ranks``. Child processes the script started with
+multiprocessing write the same results, named by process; :func:`with_children` adds them to the parent's.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class RankResult:
     argv: list[str]
     findings: list[Finding] = field(default_factory=list)
     watched: list[WatchedTensor] = field(default_factory=list)
+    process: str = ""  # a child process's name (``Process-1``, ``SpawnPoolWorker-2``); empty for a rank
 
 
 def write_result(folder: str, result: RankResult) -> str:
@@ -88,6 +90,36 @@ def merge(results: Sequence[RankResult]) -> tuple[list[Finding], list[WatchedTen
             if seen_tensor is None or _stronger(tensor.got_grad, seen_tensor.got_grad):
                 verdicts[tensor.name] = tensor
     return list(findings.values()), list(verdicts.values())
+
+
+def with_children(findings: Sequence[Finding], watched: Sequence[WatchedTensor],
+                  children: Sequence[RankResult]) -> tuple[list[Finding], list[WatchedTensor]]:
+    """The parent's findings and watched tensors with its child processes' results: each child finding once,
+    marked with the processes that found it (``main`` first when the parent found it too)."""
+    merged = {finding.key(): finding for finding in findings}
+    for child in children:
+        for finding in child.findings:
+            seen = merged.get(finding.key())
+            if seen is None:
+                merged[finding.key()] = dataclasses.replace(finding, processes=_within(child.process, finding))
+            else:
+                merged[finding.key()] = dataclasses.replace(
+                    seen, count=seen.count + finding.count,
+                    processes=(*(seen.processes or ("main",)), *_within(child.process, finding)))
+    verdicts = {tensor.name: tensor for tensor in watched}
+    for tensor in (tensor for child in children for tensor in child.watched):
+        seen_tensor = verdicts.get(tensor.name)
+        if seen_tensor is None or _stronger(tensor.got_grad, seen_tensor.got_grad):
+            verdicts[tensor.name] = tensor
+    ordered = [merged.pop(finding.key(), finding) for finding in findings]
+    return ordered + list(merged.values()), list(verdicts.values())
+
+
+def _within(process: str, finding: Finding) -> tuple[str, ...]:
+    """Where a child's finding came from: the child, or its own children (``Process-1/Process-2``)."""
+    if not finding.processes:
+        return (process,)
+    return tuple(process if inner == "main" else f"{process}/{inner}" for inner in finding.processes)
 
 
 def _stronger(verdict: bool | None, than: bool | None) -> bool:

@@ -81,6 +81,8 @@ def _result(finding: Finding, index: dict[str, int], root: str | None) -> dict[s
         links.append(f"[{_link_text(place)}]({number})")
     if links:
         text += " See " + ", ".join(links) + "."
+    if finding.processes:
+        text += f" (in process {', '.join(finding.processes)})"
     if finding.fix:
         text += f" Fix: {finding.fix}"
     result: dict[str, Any] = {
@@ -90,6 +92,8 @@ def _result(finding: Finding, index: dict[str, int], root: str | None) -> dict[s
         "partialFingerprints": {FINGERPRINT_KEY: fingerprint(finding)},
         "properties": {"kind": finding.kind, "tensor": finding.tensor, "count": finding.count},
     }
+    if finding.processes:
+        result["properties"]["processes"] = list(finding.processes)
     if code in index:
         result["ruleIndex"] = index[code]
     if not finding.file.startswith("<"):

@@ -265,6 +265,9 @@ def _entry(group: list[Finding], paint: _Painter, *, prefix: str, with_tensor: b
     ranks = sorted({rank for finding in group for rank in finding.ranks})
     if ranks:
         head += f" [{_plural(len(ranks), 'rank')} {', '.join(map(str, ranks))}]"
+    processes = list(dict.fromkeys(process for finding in group for process in finding.processes))
+    if processes:
+        head += f" [{'process' if len(processes) == 1 else 'processes'} {', '.join(processes)}]"
     names = [finding.tensor for finding in group if finding.tensor]
     if with_tensor and names:
         head += ": " + ", ".join(names[:_TENSORS_PER_ENTRY])

@@ -210,8 +210,8 @@ class TraceRecord:
         return self._scope.untraced
 
     @property
-    def children(self) -> dict[Site | None, int]:
-        """Child processes multiprocessing started, which ran untraced: site of the start -> count."""
+    def children(self) -> dict[tuple[Site | None, str], int]:
+        """Child processes multiprocessing started that ran untraced: (site of the start, why) -> count."""
         return self._scope.children
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from gradcheck_l2c.record.locations import Site
 
@@ -32,8 +33,10 @@ class Scope:
     # backward passes run by other threads, which the trace does not cover: (thread, site) -> count
     untraced: dict[tuple[str, Site | None], int] = field(default_factory=dict)
     _untraced_lock: threading.Lock = field(default_factory=threading.Lock)
-    # child processes started with multiprocessing, which run untraced: site of the start -> count
-    children: dict[Site | None, int] = field(default_factory=dict)
+    # child processes started with multiprocessing that ran untraced: (site of the start, why) -> count
+    children: dict[tuple[Site | None, str], int] = field(default_factory=dict)
+    #: ``(process, site, start) -> start()``: starts a child under a trace of its own (set by the front door)
+    follow_child: Callable[[Any, Site | None, Callable[[], Any]], Any] | None = None
 
     def in_trace_thread(self) -> bool:
         """Whether the calling thread is the one the trace covers."""
@@ -43,9 +46,9 @@ class Scope:
         """False in a child forked while the trace ran (it reports nothing)."""
         return self.pid == os.getpid()
 
-    def child_started(self, site: Site | None) -> None:
-        """multiprocessing started a child process at ``site`` (it runs untraced)."""
-        self.children[site] = self.children.get(site, 0) + 1
+    def untraced_child(self, site: Site | None, why: str) -> None:
+        """A child process started at ``site`` ran untraced, for the reason ``why``."""
+        self.children[site, why] = self.children.get((site, why), 0) + 1
 
     def untraced_backward(self, thread: str, site: Site | None) -> None:
         """A backward pass ran in another thread (called from that thread)."""

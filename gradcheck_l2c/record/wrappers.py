@@ -208,12 +208,15 @@ _DATA_LOADING = os.path.join(os.path.dirname(torch.__file__), "utils", "data") +
 
 def process_start(scope: Scope, original: Callable[..., Any]) -> Callable[..., Any]:
     """``multiprocessing``'s ``Process.start`` (also behind Pool, ProcessPoolExecutor and torch.multiprocessing):
-    a child process runs untraced (spawned, it starts afresh; forked, only the parent reports), so the report
-    says where children were started. DataLoader's workers, which only load data, are left out."""
+    the child runs under a trace of its own whose findings join this one's (``scope.follow_child``). DataLoader's
+    workers, which only load data, are left out."""
     @functools.wraps(original)
     def start(process: Any) -> Any:
         if scope.in_trace_thread() and scope.in_trace_process() and not library_callers_in(_DATA_LOADING):
-            scope.child_started(user_site(1))
+            site = user_site(1)
+            if scope.follow_child is not None:
+                return scope.follow_child(process, site, functools.partial(original, process))
+            scope.untraced_child(site, "nothing traces child processes here")
         return original(process)
 
     return start

@@ -1,8 +1,10 @@
-"""Item 9 of "Nothing lost, nothing changed": child processes started with multiprocessing run untraced, and
-the report says so: an `untraced_process` warning names the line that started them and how many there were,
-instead of "no findings"."""
+"""Item 9 of "Nothing lost, nothing changed": child processes started with multiprocessing are traced, and
+their findings join the parent's report (text, JSON, SARIF), each marked with the process it came from, at the
+worker's own line. A child that cannot be traced is still reported as untraced (GC023), with the reason."""
+import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 
@@ -11,7 +13,115 @@ import torch
 
 from gradcheck_l2c import trace
 
+needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 ENV = {name: value for name, value in os.environ.items() if name not in ("GRADCHECK_L2C_DISABLED", "NO_COLOR")}
+
+
+def cut(seed):
+    """A training step whose gradient is cut inside the worker."""
+    w = torch.ones(3, requires_grad=True)
+    torch.tensor((w * seed).sum().item(), requires_grad=True).backward()
+    return w.grad is None
+
+
+CUT_LINE = cut.__code__.co_firstlineno + 3  # the line of `.item()` in `cut`
+
+
+def learn(seed):
+    """A training step that is fine."""
+    w = torch.ones(3, requires_grad=True)
+    (w * seed).sum().backward()
+    return w.grad.tolist()
+
+
+class OwnRun(multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                         else "spawn").Process):
+    def run(self):
+        cut(1)
+
+
+def items(t):
+    return [(f.kind, os.path.basename(f.file), f.line, f.processes) for f in t.findings if f.kind == "item"]
+
+
+def run_process(method):
+    process = multiprocessing.get_context(method).Process(target=cut, args=(1,))
+    with trace() as t:
+        process.start()
+        process.join(timeout=60)
+    assert process.exitcode == 0 and process._target is cut  # it ran, and the target is the script's again
+    return t, process.name
+
+
+def test_a_cut_in_a_spawned_process_is_reported_at_its_line(untouched):
+    t, name = run_process("spawn")
+    assert name.startswith("SpawnProcess-")
+    assert items(t) == [("item", "test_processes.py", CUT_LINE, (name,))]
+    assert not [f for f in t.findings if f.kind == "untraced_process"]
+
+
+@needs_fork
+def test_a_cut_in_a_forked_process_is_reported_at_its_line(untouched):
+    t, name = run_process("fork")
+    assert items(t) == [("item", "test_processes.py", CUT_LINE, (name,))]
+
+
+@needs_fork
+def test_a_cut_in_a_pool_worker_is_reported_though_the_pool_ends_it_with_sigterm(untouched):
+    with trace() as t:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            worker = pool._pool[0].name
+            results = pool.map(cut, [1, 2])
+    assert results == [True, True]
+    assert items(t) == [("item", "test_processes.py", CUT_LINE, (worker,))]
+
+
+@needs_fork
+def test_correct_workers_stay_silent_and_compute_the_same(untouched):
+    context = multiprocessing.get_context("fork")
+    with context.Pool(2) as pool:
+        untraced = pool.map(learn, [1.5, 2.0, 3.0])
+    with trace() as t:
+        with context.Pool(2) as pool:
+            traced = pool.map(learn, [1.5, 2.0, 3.0])
+        process = context.Process(target=learn, args=(1.0,))
+        process.start()
+        process.join(timeout=60)
+    assert traced == untraced and process.exitcode == 0
+    assert t.findings == [] and {w.got_grad for w in t.watched} == {True}
+
+
+@needs_fork
+def test_a_process_that_cannot_be_traced_is_reported_with_the_reason(untouched):
+    with trace() as t:
+        process = OwnRun()
+        process.start()
+        start_line = sys._getframe().f_lineno - 1
+        process.join(timeout=60)
+    assert process.exitcode == 0
+    found = [(f.kind, f.line, f.count) for f in t.findings if f.kind == "untraced_process"]
+    assert found == [("untraced_process", start_line, 1)]
+    assert "OwnRun overrides run()" in t.findings[0].message
+
+
+def killed():
+    cut(1)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@needs_fork
+def test_a_child_killed_before_it_could_report_is_reported_as_untraced(untouched):
+    with trace() as t:
+        process = multiprocessing.get_context("fork").Process(target=killed)
+        process.start()
+        start_line = sys._getframe().f_lineno - 1
+        process.join(timeout=60)
+    assert process.exitcode == -signal.SIGKILL
+    found = [(f.kind, f.line) for f in t.findings]
+    assert found == [("untraced_process", start_line)]
+    assert "ended without a report" in t.findings[0].message
+
+
 SCRIPT = """
 import multiprocessing
 import torch
@@ -27,30 +137,16 @@ if __name__ == "__main__":
 """
 
 
-def test_spawned_workers_are_reported_as_untraced_at_the_line_that_started_them(tmp_path):
+def test_the_cli_reports_a_spawned_pool_worker_in_text_json_and_sarif(tmp_path):
     (tmp_path / "train.py").write_text(SCRIPT)
-    result = subprocess.run([sys.executable, "-m", "gradcheck_l2c", "trace", "train.py"], cwd=tmp_path, env=ENV,
-                            capture_output=True, text=True, timeout=300)
-    assert (result.returncode, result.stdout) == (0, "[True, True]\n"), result.stderr
-    assert "train.py:11: warning: untraced_process: 1 child process" in result.stderr
-    assert "ran untraced" in result.stderr
-
-
-def double(queue):
-    queue.put(2)
-
-
-@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
-def test_a_forked_process_is_reported_too_and_the_patch_is_removed(untouched):
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    with trace() as t:
-        w = torch.ones(2, requires_grad=True)
-        (w * 2).sum().backward()
-        process = context.Process(target=double, args=(queue,))
-        process.start()
-        start_line = sys._getframe().f_lineno - 1
-        process.join()
-    assert queue.get(timeout=30) == 2 and process.exitcode == 0
-    found = [(f.kind, f.line, f.count) for f in t.findings if f.kind == "untraced_process"]
-    assert found == [("untraced_process", start_line, 1)]
+    result = subprocess.run([sys.executable, "-m", "gradcheck_l2c", "trace", "--json", "r.json", "--sarif", "r.sarif",
+                             "train.py"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert (result.returncode, result.stdout) == (1, "[True, True]\n"), result.stderr
+    assert "train.py:7: error: item [process SpawnPoolWorker-1]" in result.stderr
+    assert "untraced" not in result.stderr
+    findings = json.loads((tmp_path / "r.json").read_text())["findings"]
+    assert ("item", 7, ["SpawnPoolWorker-1"]) in [(f["kind"], f["line"], f.get("processes")) for f in findings]
+    sarif = json.loads((tmp_path / "r.sarif").read_text())["runs"][0]["results"]
+    marked = [r for r in sarif if r["properties"].get("processes") == ["SpawnPoolWorker-1"]]
+    assert marked and all("(in process SpawnPoolWorker-1)" in r["message"]["text"] for r in marked)
+    assert {r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in marked} == {7}

@@ -1,7 +1,8 @@
-"""`untraced_process`: child processes started with multiprocessing ran untraced, so nobody judged them.
+"""`untraced_process`: child processes started with multiprocessing that could not be traced, so nobody judged them.
 
-A spawned child starts a fresh interpreter without the trace; a forked one inherits it, but only the parent
-reports. A training step in a worker would otherwise end in "no findings" for a cut nobody looked at.
+Children are traced and report to the parent (see gradcheck_l2c/children.py); one that could not be (its class
+overrides ``run()``, it was killed, or it still ran when the trace ended) would otherwise end in "no findings"
+for a cut nobody looked at.
 """
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ KIND = "untraced_process"
 
 def scan(run) -> list[Finding]:
     found = []
-    for site, count in sorted(run.record.children.items(), key=lambda item: item[1], reverse=True):
+    for (site, why), count in sorted(run.record.children.items(), key=lambda item: item[1], reverse=True):
         processes = f"{count} child {'process' if count == 1 else 'processes'}"
         found.append(run.finding(
             KIND, "warning", processes, site,
-            f"{processes} started here with multiprocessing ran untraced: a gradient cut inside "
+            f"{processes} started here with multiprocessing ran untraced ({why}): a gradient cut inside "
             f"{'it' if count == 1 else 'them'} is not in this report.",
-            "trace the training code in the process that runs it (with gradcheck_l2c.trace() inside the worker), "
-            "or run it in the main process while checking gradients.",
+            "give the Process a target instead of overriding run(), join the children before the script ends, or "
+            "trace the training code in the worker with gradcheck_l2c.trace().",
             count,
         ))
     return found

@@ -51,3 +51,12 @@ def untouched():
     before = read_torch_state()
     yield before
     assert read_torch_state() == before
+
+
+@pytest.fixture(autouse=True)
+def python_ctrl_c():
+    """Each test starts with Python's own Ctrl-C handler, whatever code run earlier in this process left
+    (some of torch's workers ignore SIGINT), and the test's own comparisons start from it."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

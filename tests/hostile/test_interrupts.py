@@ -87,7 +87,16 @@ def every_line(interrupt):
     """Interrupt a traced run at its 1st, 2nd, ... line until a run has fewer lines; yield each
     interrupter and its outcome."""
     traced(LineInterrupter(0, interrupt))  # the first trace imports the tracer's modules
-    gc.collect()  # finalizers of earlier tests' garbage (dynamo's) would swallow an interrupt raised inside them
+    gc.collect()  # a finalizer of earlier garbage (dynamo's) that ran mid-line would swallow the interrupt:
+    gc.disable()  # none runs while the lines are interrupted
+    try:
+        yield from _each_line(interrupt)
+    finally:
+        gc.enable()
+
+
+def _each_line(interrupt):
+    """`every_line`'s loop: the interrupters at line 1, 2, ... and the outcome of each traced run."""
     at = 1
     while True:
         interrupter = LineInterrupter(at, interrupt)
@@ -101,14 +110,10 @@ def every_line(interrupt):
 
 
 def test_a_sigint_at_any_line_is_delivered_once_after_torch_is_restored(untouched, torch_state):
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever an earlier test left
-    try:
-        for interrupter, (interrupts, ran) in every_line(lambda: signal.raise_signal(signal.SIGINT)):
-            assert interrupts == 1, interrupter.fired
-            assert torch_state() == untouched, interrupter.fired
-            assert active_trace() is None
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    for interrupter, (interrupts, ran) in every_line(lambda: signal.raise_signal(signal.SIGINT)):
+        assert interrupts == 1, interrupter.fired
+        assert torch_state() == untouched, interrupter.fired
+        assert active_trace() is None
 
 
 def _raise() -> None:

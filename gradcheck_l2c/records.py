@@ -135,12 +135,14 @@ class Cut:
     ``source`` is the last autograd node the watched tensor's values had before they left the
     graph (``None`` when the cut happened on the watched tensor itself); ``reentry`` are nodes of
     the loss's graph where those values came back in as constants (for example the parameters a
-    ``load_state_dict`` overwrote). Both are ``torch.autograd.graph.Node`` objects.
+    ``load_state_dict`` overwrote). Both are ``torch.autograd.graph.Node`` objects. ``after`` is the cut the
+    same values went through before this one (the ``.item()`` before the ``load_state_dict``).
     """
 
     finding: Finding
     source: Any = None
     reentry: tuple[Any, ...] = ()
+    after: Finding | None = None  # the cut the values went through just before this one (one story per cause)
 
 
 @dataclass(frozen=True)

@@ -341,7 +341,12 @@ def _captured(run: Run, pending: Any, by_event: dict[int, Finding]) -> CapturedG
             tensors[watched.name] = tensor
     cuts = []
     for key in pending.missing:
-        for event in ordered_events(pending.chains[key]):
-            finding = by_event.get(id(event)) or run.cut_finding(event, run.name(key))
-            cuts.append(Cut(finding, event.source, tuple(pending.reentry.get(id(event), ()))))
+        chains = pending.chains[key]
+        before = {chain[i]: chain[i - 1] for chain in chains for i in range(1, len(chain))}
+        findings: dict[Any, Finding] = {}
+        for event in ordered_events(chains):
+            finding = findings[event] = by_event.get(id(event)) or run.cut_finding(event, run.name(key))
+            previous = before.get(event)
+            cuts.append(Cut(finding, event.source, tuple(pending.reentry.get(id(event), ())),
+                            findings.get(previous) if previous is not None else None))
     return CapturedGraph(pending.root, tensors, missing, tuple(cuts), pending.signature)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import runpy
 import sys
 from pathlib import Path
@@ -106,6 +107,11 @@ def test_seed_graph_renders_alpha_red_with_both_cuts(seed_trace):
     assert f"seed_l2c.py:{line_of('model.load_state_dict(theta_next)')}" in source
     alpha_nodes = [line for line in source.splitlines() if "<B>CNNCifar.alpha</B>" in line and "fillcolor" in line]
     assert alpha_nodes and all("tomato" in line for line in alpha_nodes)
+    # one story per cause: the .item() box leads to the load_state_dict box its values went through next
+    boxes = dict(re.findall(r"\t(cut\d+) \[label=<<B>([^ <]+)", source))
+    item = next(key for key, label in boxes.items() if label == ".item()")
+    reload = next(key for key, label in boxes.items() if label == "load_state_dict()")
+    assert f"{item} -> {reload}" in source
 
 
 def test_recorded_sites_group_the_drawing_by_module():

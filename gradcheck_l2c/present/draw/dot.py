@@ -220,8 +220,7 @@ def _sites(cuts: Sequence[Any]) -> list[list[Any]]:
     """The cuts grouped by site (kind, file, line): one box each, whichever tensors it starved."""
     sites: dict[tuple[str, str, int], list[Any]] = {}
     for cut in cuts:
-        finding = cut.finding
-        sites.setdefault((finding.kind, finding.file, finding.line), []).append(cut)
+        sites.setdefault(_site_key(cut.finding), []).append(cut)
     return list(sites.values())
 
 
@@ -240,7 +239,9 @@ def _site_lines(cuts: Sequence[Any]) -> list[str]:
 def _draw_cuts(dot: graphviz.Digraph, scene: Scene) -> None:
     by_name = {w.name: (number, w) for number, w in enumerate(scene.watched)}
     plan, index = scene.plan, scene.index
-    for number, site in enumerate(_sites(scene.cuts)):
+    sites = _sites(scene.cuts)
+    boxes = {_site_key(cut.finding): f"cut{number}" for number, site in enumerate(sites) for cut in site}
+    for number, site in enumerate(sites):
         key = f"cut{number}"
         starts: list[str] = []
         for cut in site:
@@ -267,6 +268,14 @@ def _draw_cuts(dot: graphviz.Digraph, scene: Scene) -> None:
         for item in reentries:
             if item is not None:
                 dot.edge(key, f"i{item}", color=CUT_EDGE, style="dashed", penwidth="2")
+        # one story per cause: the cut the same values went through before this one leads here
+        for earlier in dict.fromkeys(boxes.get(_site_key(cut.after)) for cut in site if cut.after is not None):
+            if earlier is not None and earlier != key:
+                dot.edge(earlier, key, color=CUT_EDGE, style="dashed", penwidth="2")
+
+
+def _site_key(finding: Finding) -> tuple[str, str, int]:
+    return finding.kind, finding.file, finding.line
 
 
 _LEGEND_ROWS = (

@@ -166,6 +166,12 @@ class ErrorRecorder:
 
     # ---- the line to change, from the run's facts -----------------------------------------------------
 
+    def _stored_at(self, stack: Any) -> Site | None:
+        """Of the lines that made a carried value, one that stored it on a module (``self.hidden = ...`` in a
+        forward): the state the module carries into the next iteration is the thing to detach there."""
+        stored = _stored_sites(self.registry)
+        return next((site for _, _, site in stack or () if site in stored), None)
+
     def _freed(self, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
         """The first node (nearest the roots) of a graph an earlier backward freed, and the line that made
         the value carried from there: the node's own line, else that of the nearest node above it."""
@@ -182,7 +188,7 @@ class ErrorRecorder:
                 checked += 1
                 if not _freed_below(node):
                     continue  # made before that backward, but not part of the graph it freed
-                site = origins.site_in_running(stack)
+                site = self._stored_at(stack) or origins.site_in_running(stack)
                 detail = {"node": type(node).__name__, "freed_by": origins.freed_by,
                           "root": any(node is start for start in starts),
                           "inner": stack[0][2] if stack and stack[0][2] != site else None}
@@ -231,6 +237,11 @@ class ErrorRecorder:
                 if value is tensor:
                     return f"{type(module).__name__}.{attr}", attribute_site(module, attr)
         return None, None
+
+
+def _stored_sites(registry: WatchRegistry) -> set[Site]:
+    """The lines where user code set a tensor, a list, tuple or dict as a module attribute (module state)."""
+    return {site for _, site in registry.assigned.values() if site is not None}
 
 
 def _freed_below(node: Any) -> bool:

@@ -86,6 +86,36 @@ CASES = {
         loss.backward(retain_graph=True)
         loss.backward()
         """),
+    # a module that keeps its hidden state as an attribute carries the freed graph into the next step
+    "freed_module_state": ("""
+        class Tracker(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cell, self.head, self.hidden = nn.RNNCell(4, 6), nn.Linear(6, 3), torch.zeros(8, 6)
+
+            def forward(self, inputs):
+                self.hidden = self.cell(inputs, self.hidden)  # <- autograd_error
+                return self.head(self.hidden)
+
+        model = Tracker()
+        for step in range(3):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()  # <- symptom
+        """, """
+        class Tracker(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cell, self.head, self.hidden = nn.RNNCell(4, 6), nn.Linear(6, 3), torch.zeros(8, 6)
+
+            def forward(self, inputs):
+                self.hidden = self.cell(inputs, self.hidden.detach())
+                return self.head(self.hidden)
+
+        model = Tracker()
+        for step in range(3):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+        """),
     "non_scalar_root": ("""
         model = nn.Linear(4, 3)
 

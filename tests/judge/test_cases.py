@@ -159,8 +159,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing",
     "b9_tsan_out_alias_inplace":
         "first pass: inplace_saved e :19",
-    "b9_fmri_lstm_hidden_state_carried":
-        "first pass: autograd_error e :28",
     "b9_snntorch_membrane_not_reset":
         "first pass: autograd_error e :44",
     "b9_cdfi_regularizer_not_scalar":

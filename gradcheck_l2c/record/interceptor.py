@@ -21,10 +21,11 @@ from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
 from gradcheck_l2c.record.handlers import handler_table, non_differentiable, remember_site
 from gradcheck_l2c.record.locations import LIBRARY, caller_is_user, frame_kind, user_site
 from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.torch_internals import compiling_check
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
-_is_compiling = torch.compiler.is_compiling
+_is_compiling = compiling_check()
 _BACKWARDS = (on_backward, on_autograd_grad)
 _originals: dict[CodeType, FunctionType | None] = {}  # torch's backward code -> the function that runs it
 

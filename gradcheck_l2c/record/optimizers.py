@@ -67,6 +67,9 @@ class StepMiss:
     chains: dict[Chain, int] = field(default_factory=dict)
 
 
+_STACKED_STEPS = 3
+
+
 class OptimizerLog:
     """Every optimizer of the trace, and what each of its steps found."""
 
@@ -163,7 +166,10 @@ class OptimizerLog:
         record = self.record_for(optimizer, site)
         clock = self.clock
         clock.steps += 1
-        record.step_site, record.step_order, record.step_stack = site, clock.steps, user_stack(2)
+        record.step_site, record.step_order = site, clock.steps
+        # the frames of the first steps, where a step that runs too early breaks a later backward (a walk of
+        # the stack each: later steps keep none)
+        record.step_stack = user_stack(2) if clock.steps <= _STACKED_STEPS else ()
         self.updates.step(optimizer, record.keys)
         self.use.stepped(id(optimizer), record.keys, closure)
         since, since_assigned = self._last_step.get(id(optimizer), (0, 0))

@@ -23,7 +23,17 @@ PRIVATE_NAMES: dict[str, str] = {
     "torch._foreach_norm": "--grad-stats takes the norms of every gradient and weight in one call per backward",
     "torch._foreach_neg": "--grad-stats copies the weights an optimizer step holds in one call before the step",
     "torch._foreach_add_": "--grad-stats takes the step's change of those weights in one call after it",
+    "torch.compiler._is_compiling_flag": "whether dynamo is tracing a compiled region, read per op without a call "
+                                         "(torch.compiler.is_compiling() reads it after a TorchScript check)",
 }
+def compiling_check() -> Any:
+    """A no-argument test of whether dynamo is tracing a compiled region, the cheapest this torch offers."""
+    compiler = torch.compiler
+    if hasattr(compiler, "_is_compiling_flag"):
+        return lambda: compiler._is_compiling_flag
+    return compiler.is_compiling
+
+
 #: Internal attributes of torch objects (not module-level names), and why.
 PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_execution_engine": "autograd's engine on torch.autograd.variable.Variable, through which every backward of "

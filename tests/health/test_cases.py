@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from gradcheck_l2c.runner import ScriptRunner, run_script
 from gradcheck_l2c.tracer import trace
@@ -41,8 +42,16 @@ def test_first_non_finite_is_named_at_its_line(case, one_torch_thread, capsys):
     path = CASES_DIR / case["case"] / "bug.py"
     found = non_finite(path)
     assert found, "no non_finite finding"
-    first = next((f for f in found if f.severity == case["severity"]), found[0])
-    assert (Path(first.file).name, first.line, first.severity) == ("bug.py", marked_line(path), case["severity"])
+    severity = _expected_severity(case)
+    first = next((f for f in found if f.severity == severity), found[0])
+    assert (Path(first.file).name, first.line, first.severity) == ("bug.py", marked_line(path), severity)
+
+
+def _expected_severity(case: dict) -> str:
+    """The case's severity on this torch: an Inf that older torch lets turn into a NaN (clamp's backward at
+    its bound) is an error there."""
+    older = tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 14)
+    return case.get("severity_before_torch_2_14", case["severity"]) if older else case["severity"]
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["case"]) for c in CASES])

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
+from gradcheck_l2c.judge.listing import listed
 from gradcheck_l2c.judge.grad_stats import layer_gradients
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.record.facts import Event, Site, StepMiss, Watched
@@ -282,10 +283,7 @@ def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
     if not plain:
         return findings
     first = plain[0]
-    unique = list(dict.fromkeys(w.name for w in plain))
-    names = ", ".join(unique[:_NAMES_IN_NOTE])
-    if len(unique) > _NAMES_IN_NOTE:
-        names += f" and {len(unique) - _NAMES_IN_NOTE} more"
+    names = listed(dict.fromkeys(w.name for w in plain), _NAMES_IN_NOTE)
     if len(plain) >= _DEPTH:
         why = (f"{len(plain)} tensors ({names}) received gradients that are exactly zero: most likely they "
                "vanished (underflowed) on the way back through many layers")

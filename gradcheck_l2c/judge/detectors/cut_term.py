@@ -7,6 +7,7 @@ gradient of its own, so it is never reported here.
 """
 from __future__ import annotations
 
+from gradcheck_l2c.judge.listing import listed
 from gradcheck_l2c.records import Finding
 
 KIND = "cut_term"
@@ -41,8 +42,7 @@ def _unused_gradients(run) -> list[Finding]:
         keys = [key for key in taken.keys if key in run.keys]
         if taken.used or not keys or not any(run.optimized_param(run.record.watched_at(k)) for k in keys):
             continue
-        names = sorted({run.name(key) for key in keys})
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = listed(sorted({run.name(key) for key in keys}))
         where = taken.loss_site or taken.site
         found.append(run.finding(
             KIND, "warning", shown, where,

@@ -7,6 +7,7 @@ gradient.
 """
 from __future__ import annotations
 
+from gradcheck_l2c.judge.listing import listed
 from gradcheck_l2c.records import Finding
 
 KIND = "optimizer"
@@ -84,8 +85,7 @@ def _never_stepped(run) -> list[Finding]:
             where = f"its step() at {record.step_call} never ran"
         else:
             where = "no step() call ran for it"
-        names = sorted({run.name(key) for key in keys})
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = listed(sorted({run.name(key) for key in keys}))
         found.append(run.finding(
             "no_update", "warning", shown, record.step_guard or record.step_call or record.site,
             f"{run.record.backwards} backward passes gave gradients to the parameters of the {record.name} built at "

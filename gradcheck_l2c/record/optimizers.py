@@ -39,7 +39,6 @@ class OptimizerRecord:
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
     created: int = 0  # the count of steps when it was built
     reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
-    known: int = 0  # how many tensors were watched when it was built: later keys were made after it
     _ids: set[int] = field(default_factory=set)
     _groups: int = -1
 
@@ -96,7 +95,7 @@ class OptimizerLog:
         if record is None or record.optimizer() is not optimizer:
             params = [p for group in optimizer.param_groups for p in group["params"]]
             record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
-                                     weakref.ref(optimizer), known=len(self.registry.all))
+                                     weakref.ref(optimizer))
             self.records.append(record)
             self.live[id(optimizer)] = record
         now = (len(self.registry.all), len(optimizer.param_groups))

@@ -87,11 +87,6 @@ class TraceRecord:
         module = watched.owner.module() if watched.owner is not None else None
         return module_site(module) if module is not None else None
 
-    def made_in_trace(self, tensor: Any) -> bool:
-        """Whether a live Parameter was made while the trace ran (``nn.Parameter(...)``, a layer's init)."""
-        created = self._registry.created.get(id(tensor))
-        return created is not None and created[0]() is tensor
-
     def leaf_names(self, node: Any) -> list[str]:
         """Names of the watched leaves an autograd node's graph reaches (for "the gradient went to ...")."""
         get = self._registry.get

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import dis
-import linecache
 import os
 import re
 from collections import deque
@@ -29,6 +28,7 @@ from gradcheck_l2c.record.failures import BackwardFailure
 from gradcheck_l2c.record.locations import USER, Site, attribute_site, frame_kind, user_frame, user_site
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins
+from gradcheck_l2c.record.param_sources import source_tree
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -300,11 +300,8 @@ def _without_backward(roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]
 
 def _class_line(code: Any, name: str) -> int:
     """The ``class`` line of the class whose method ``code`` is (its own line when the file cannot be read)."""
-    try:
-        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
-    except SyntaxError:
-        return code.co_firstlineno
-    for node in ast.walk(tree):
+    tree = source_tree(code.co_filename)
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.ClassDef) and node.name == name \
                 and node.lineno <= code.co_firstlineno <= (node.end_lineno or node.lineno):
             return node.lineno

@@ -23,7 +23,7 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     """The line that built the ``params`` argument of the ``optimizer_class(...)`` call running in ``frame``,
     if it is another line than the call's."""
     filename, line = frame.f_code.co_filename, frame.f_lineno
-    tree = _tree(filename)
+    tree = source_tree(filename)
     if tree is None:
         return None
     call = _optimizer_call(tree, line, optimizer_class)
@@ -42,7 +42,7 @@ def step_call_guard(code: Any, names: set[str]) -> tuple[Site | None, Site | Non
     """The ``<name>.step(...)`` call on one of ``names`` (a variable or an attribute that holds the optimizer)
     in the function ``code`` runs (or at module level), and the ``if`` around it, when there is exactly one."""
     filename = code.co_filename
-    tree = _tree(filename)
+    tree = source_tree(filename)
     if tree is None:
         return None, None
     scope: ast.AST = tree
@@ -85,7 +85,7 @@ def first_return(function: Any) -> Site | None:
     code = getattr(getattr(function, "__func__", function), "__code__", None)
     if code is None or frame_kind(code.co_filename) != USER:
         return None
-    tree = _tree(code.co_filename)
+    tree = source_tree(code.co_filename)
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.Lambda)) and node.lineno == code.co_firstlineno:
             if isinstance(node, ast.Lambda):
@@ -98,7 +98,7 @@ def first_return(function: Any) -> Site | None:
 def binds_name(site: Site) -> bool:
     """Whether the statement at ``site`` assigns its value to a plain name (``model = Net()``), not to an
     attribute or item (``model.head = Head()``)."""
-    tree = _tree(site.file)
+    tree = source_tree(site.file)
     if tree is None:
         return False
     for node in ast.walk(tree):
@@ -109,7 +109,8 @@ def binds_name(site: Site) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _tree(filename: str) -> ast.Module | None:
+def source_tree(filename: str) -> ast.Module | None:
+    """The syntax tree of a user file, parsed once (None when it cannot be read or parsed)."""
     source = "".join(linecache.getlines(filename))
     try:
         return ast.parse(source) if source else None
@@ -170,7 +171,7 @@ def _returned_at(function: Any) -> Site | None:
     code = getattr(function, "__code__", None)
     if code is None or frame_kind(code.co_filename) != USER:
         return None
-    tree = _tree(code.co_filename)
+    tree = source_tree(code.co_filename)
     if tree is None:
         return None
     for node in ast.walk(tree):

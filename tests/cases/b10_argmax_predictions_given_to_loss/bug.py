@@ -1,0 +1,29 @@
+"""Training a multi-class classifier on its hard predictions (php.bkmy88.com/faq/1835025.html): the loop turns the
+logits into `torch.softmax(train_logits, dim=1).argmax(dim=1).type(torch.float32)` and gives those predicted
+labels to the loss; argmax has no gradient, so loss.backward() raises "element 0 of tensors does not require grad
+and does not have a grad_fn" (the fix gives the logits to the loss and keeps the argmax for the accuracy)."""
+import torch
+from torch import nn
+
+
+def accuracy(y_true, y_pred):
+    return (y_true == y_pred).float().mean().item() * 100
+
+
+torch.manual_seed(0)
+X_train = torch.randn(120, 4)
+y_train = (X_train[:, 0] > 0).type(torch.float32) + (X_train[:, 1] > 0).type(torch.float32)
+model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+loss_fn = nn.CrossEntropyLoss()
+optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
+Epochs = 5
+for epoch in range(Epochs):
+    model.train()
+    train_logits = model(X_train)
+    train_preds_probs = torch.softmax(train_logits, dim=1).argmax(dim=1).type(torch.float32)
+    loss = loss_fn(train_preds_probs, y_train)  # <- non_differentiable
+    train_accu = accuracy(y_train, train_preds_probs)
+    optimiser.zero_grad()
+    loss.backward()
+    optimiser.step()
+    print(f"epoch {epoch}: loss {loss.item():.4f}, accuracy {train_accu:.1f}%")

@@ -173,8 +173,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: autograd_error e :29",
     "b9_lightning_test_step_inference_mode":
         "first pass: autograd_error e :31",
-    "b9_pyramidbox_no_backward":
-        "first pass: nothing",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

@@ -27,6 +27,9 @@ Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
 _is_compiling = compiling_check()
 _BACKWARDS = (on_backward, on_autograd_grad)
+#: Factories that initialise weights (not constants such as ones or full): what they make is remembered while
+#: it lives, so that a module holding it unregistered and unwritten is told apart from a computed constant.
+INITIALISERS = frozenset((torch.zeros, torch.randn, torch.rand, torch.empty))
 _originals: dict[CodeType, FunctionType | None] = {}  # torch's backward code -> the function that runs it
 
 
@@ -109,8 +112,11 @@ class Interceptor(TorchFunctionMode):
             if not out.requires_grad:
                 # integer and bool results (argmax, comparisons, casts) of inputs with history are cuts;
                 # float results without grad are fresh tensors (zeros_like) or had no history anyway
-                if not out.is_floating_point() and requires_grad_in(args, kwargs):
-                    non_differentiable(self, func, args, kwargs, [out])
+                if not out.is_floating_point():
+                    if requires_grad_in(args, kwargs):
+                        non_differentiable(self, func, args, kwargs, [out])
+                elif func in INITIALISERS:  # weights that may be meant to learn (UnregisteredLog.made)
+                    state.unregistered.made(out, f"torch.{func.__name__}")
             elif scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):
                 # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
                 if out.grad_fn is not None:

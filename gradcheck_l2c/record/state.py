@@ -127,6 +127,7 @@ class TraceState:
                 if module is not None:
                     watched.site = attribute_site(module, watched.owner.attribute)
         self.unregistered.collect(self.registry)
+        self.unregistered.collect_initialised(self.registry)
         self.updates.compare()
         for watched in self.registry.all:
             watched.placed = self.registry.placements(watched)

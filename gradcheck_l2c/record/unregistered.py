@@ -1,30 +1,35 @@
 """Grad-requiring tensors, and Parameters in plain lists/dicts, held by live modules without being
 registered (results computed from Parameters, like ``self.loss``, are fine): remembered with their
 creation site while the modules are alive, for the ``non_parameter_tensor`` detector to judge after
-the run."""
+the run. Also plain tensors fresh from an initialising factory (``torch.zeros``, ``torch.randn``) that a
+module of a trained model holds unregistered and that nothing ever wrote: weights that were meant to learn."""
 from __future__ import annotations
 
-from typing import NamedTuple
+import weakref
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.locations import Site, module_site
+from gradcheck_l2c.record.torch_internals import version
 from gradcheck_l2c.record.watch import WatchRegistry
 
 
 class Unregistered(NamedTuple):
     """A module attribute that holds what should be registered: ``problem`` is ``tensor`` (requires grad,
     not a Parameter), ``list``/``tuple``/``dict`` (of Parameters), ``list of modules``/``tuple of
-    modules``/``dict of modules`` (whose parameters the holder does not register) or ``plain`` (a tensor
-    without grad that user code treated as learnable, its ``symptom`` the line that did). ``keys``: the
-    watched tensors it hides from ``parameters()``."""
+    modules``/``dict of modules`` (whose parameters the holder does not register), ``plain`` (a tensor
+    without grad that user code treated as learnable, its ``symptom`` the line that did) or ``initialised``
+    (a plain tensor from ``factory`` that nothing wrote, held by a module of a model an optimizer stepped).
+    ``keys``: the watched tensors it hides from ``parameters()``."""
 
     site: Site | None
     problem: str
     symptom: Site | None
     keys: frozenset[int] = frozenset()
+    factory: str = ""
 
 
 class UnregisteredLog:
@@ -32,6 +37,30 @@ class UnregisteredLog:
 
     def __init__(self) -> None:
         self.found: dict[tuple[str, str], Unregistered] = {}
+        self._fresh: dict[int, tuple[weakref.ref, str, int]] = {}  # id -> (tensor, factory, version when made)
+
+    def made(self, tensor: torch.Tensor, factory: str) -> None:
+        """An initialising factory made a plain floating-point tensor (kept while it lives)."""
+        ident, fresh = id(tensor), self._fresh
+        fresh[ident] = (weakref.ref(tensor, lambda _, ident=ident: fresh.pop(ident, None)), factory, version(tensor))
+
+    def collect_initialised(self, registry: WatchRegistry) -> None:
+        """At the end: the plain tensors fresh from a factory, never written since, that user code put on a
+        module (not as a buffer) of a model whose parameters an optimizer stepped. A constant of one value
+        (a scale, a device marker) is not a weight."""
+        for root, _ in registry.live_modules():
+            if not any(w is not None and w.optimized and w.ever_grad for w in map(registry.get, root.parameters())):
+                continue
+            for module in root.modules():
+                owner = type(module).__name__
+                for attr, value in vars(module).items():
+                    made = self._fresh.get(id(value)) if type(value) is torch.Tensor else None
+                    if made is None or made[0]() is not value or (owner, attr) in self.found:
+                        continue
+                    entry = registry.assigned.get((id(module), attr))
+                    if entry is None or entry[0]() is not module or value.numel() <= 1 or version(value) != made[2]:
+                        continue
+                    self.found[(owner, attr)] = Unregistered(entry[1], "initialised", None, factory=made[1])
 
     def collect(self, registry: WatchRegistry) -> None:
         """Remember every unregistered grad-requiring attribute of the live modules, with its creation site."""

@@ -61,6 +61,7 @@ class Interceptor(TorchFunctionMode):
         self.user_leaves = state.registry.user_leaves
         self.terms = state.terms
         self.origins = state.origins
+        self.unregistered = state.unregistered  # plain tensors fresh from a factory, and how modules use them
         self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
         self.grad_stats = state.grad_stats  # --grad-stats: gradient norms after each backward (None when off)
 
@@ -116,11 +117,16 @@ class Interceptor(TorchFunctionMode):
                     if requires_grad_in(args, kwargs):
                         non_differentiable(self, func, args, kwargs, [out])
                 elif func in INITIALISERS:  # weights that may be meant to learn (UnregisteredLog.made)
-                    state.unregistered.made(out, f"torch.{func.__name__}")
-            elif scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):
-                # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
-                if out.grad_fn is not None:
-                    remember_site(out, scope.module_path)
+                    self.unregistered.made(out, f"torch.{func.__name__}")
+                elif self.unregistered.held:
+                    self.unregistered.derived(args, out)
+            else:
+                if self.unregistered.held:  # plain tensors fresh from a factory on modules: used as weights?
+                    self.unregistered.used(args, sys._getframe(1))
+                if scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):
+                    # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
+                    if out.grad_fn is not None:
+                        remember_site(out, scope.module_path)
             if origins.recording and out.requires_grad:
                 origins.made(out)  # the first iteration: the line, for autograd's errors
             if self.terms.unplaced and out.requires_grad and out.numel() == 1:

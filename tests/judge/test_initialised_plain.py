@@ -1,6 +1,7 @@
 """A module of a trained model that holds a plain tensor fresh from ``torch.zeros``/``randn`` (not a Parameter,
-not a buffer) that nothing ever wrote is a weight meant to learn: named where it was assigned. Constants,
-buffers, running statistics written in place, and models no optimizer trains stay silent."""
+not a buffer), that its own forward uses as a weight and nothing ever wrote, is a weight meant to learn: named
+where it was assigned. Constants, buffers, running statistics written in place, inputs kept on a module (fixed
+noise for samples) and models no optimizer trains stay silent."""
 from __future__ import annotations
 
 import pytest
@@ -49,6 +50,12 @@ def test_a_fresh_plain_weight_is_named_where_it_was_assigned(snippet):
     assert "nn.Parameter" in found[0].fix
 
 
+def test_a_weight_used_through_a_view_is_named(snippet):
+    script, found = _findings(snippet, "self.scale = 1.0\n        self.offset = torch.zeros(1, n)  # <- made",
+                              use="x = x + self.offset.t().t()")
+    assert [(f.line, f.tensor) for f in found] == [(script.line("made"), "Shifted.offset")]
+
+
 @pytest.mark.parametrize("attribute, use", [
     ("self.scale = torch.ones(n)\n        self.offset = 0.0", "pass"),  # a constant factory: a mask, a scale
     ("self.register_buffer('scale', torch.randn(n))\n        self.offset = 0.0", "pass"),  # registered
@@ -57,6 +64,11 @@ def test_a_fresh_plain_weight_is_named_where_it_was_assigned(snippet):
 ])
 def test_constants_buffers_and_running_statistics_are_silent(snippet, attribute, use):
     assert _findings(snippet, attribute, use)[1] == []
+
+
+def test_fixed_noise_kept_on_the_module_and_fed_to_it_is_silent(snippet):
+    attribute = "self.scale = 1.0\n        self.offset = 0.0\n        self.z = torch.randn(3, n)"
+    assert _findings(snippet, attribute, loop=TRAIN + "print(net(net.z).sum().item())\n")[1] == []
 
 
 def test_a_model_no_optimizer_trains_is_silent(snippet):

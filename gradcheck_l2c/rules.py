@@ -82,7 +82,8 @@ RULES: tuple[Rule, ...] = (
          "they changed.", "Take real copies: {k: v.detach().clone() for k, v in model.state_dict().items()}."),
     Rule("GC016", "optimizer", ("error", "warning"), False, "optimizer",
          "A parameter is in two optimizers, or gets gradients but is in none; or step() ran after zero_grad() "
-         "erased every gradient, or in a run where no backward ran.", "Give each parameter to exactly one optimizer; call zero_grad() before backward."),
+         "erased every gradient, or in a run where no backward ran.",
+         "Give each parameter to exactly one optimizer; call zero_grad() before backward."),
     Rule("GC017", "untraced_thread", ("warning",), False, "untraced_thread",
          "Backward calls ran in a thread the trace does not cover (torch-function modes are per thread), so "
          "nothing judged them.",

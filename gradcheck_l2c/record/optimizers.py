@@ -87,6 +87,7 @@ class OptimizerLog:
         # id(optimizer) -> (backward calls, assigned gradients) seen at its last step; -> its latest zero_grad()
         self._last_step: dict[int, tuple[int, int]] = {}
         self._cleared: dict[int, tuple[Site | None, int, int]] = {}
+        self.stepped_since: list[set[int]] = []  # the keys of each optimizer that stepped since the last backward
 
     def record_for(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
         """The record of ``optimizer``, made now if it was built before the trace; its watched
@@ -163,6 +164,7 @@ class OptimizerLog:
         assigning ``.grad``) since its last step, that they were erased in between (``zero_grad()`` after
         ``backward()``). A step given a closure computes its gradients later, inside the closure."""
         record = self.record_for(optimizer, site)
+        self.stepped_since.append(record.keys)
         clock = self.clock
         clock.steps += 1
         record.step_site, record.step_order = site, clock.steps

@@ -72,8 +72,8 @@ class UnregisteredLog:
         handed to a model (a fixed noise vector for samples)."""
         for arg in args:
             entry = self.held.get(id(arg)) if type(arg) is torch.Tensor else None
-            if entry is not None and entry[0]() is arg and frame is not None and frame.f_code.co_name == "forward" \
-                    and frame.f_locals.get("self") is entry[1]():
+            if entry is not None and entry[2] not in self._weights and entry[0]() is arg and frame is not None \
+                    and frame.f_code.co_name == "forward" and frame.f_locals.get("self") is entry[1]():
                 self._weights.add(entry[2])
 
     def collect_initialised(self, registry: WatchRegistry) -> None:

@@ -92,8 +92,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b7_tfc_consistency_loss_unused":
         "first pass: item e :46; left: a scalar with gradient that never reaches a backward looks at run time"
         " like a metric computed with grad and logged",
-    "b7_skip_ganomaly_latent_loss_detached":
-        "first pass: optimizer w :12; optimizer w :13; optimizer w :24",
     "b7_olaf_vqlam_codebook_loss_straight_through":
         "first pass: detach e :18",
     "b7_lora_mark_only_after_freeze":
@@ -122,8 +120,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b8_compressive_aux_loss_detached":
         "first pass: a hit at the line (the README counts it), of another kind or severity: cut_term w :19; detach e :20",
     "b8_assembly_custom_loss_fresh_tensor":
-        "first pass: nothing",
-    "b8_introvae_decoder_adv_input_detached":
         "first pass: nothing",
     "b8_bert_summ_refine_under_no_grad":
         "first pass: a hit at the line (the README counts it), of another kind or severity: cut_term w :23; no_grad e :17",

@@ -98,8 +98,8 @@ RULES: tuple[Rule, ...] = (
          "torch.autograd.grad() without create_graph=True returned gradients as constants, and a loss was "
          "computed from them.", "Pass create_graph=True to torch.autograd.grad."),
     Rule("GC020", "cut_term", ("warning",), False, "cut loss term",
-         "A term of the loss carries no gradient: it is computed from tensors the other terms train, but only "
-         "through a cut, so it adds nothing to their update.",
+         "A term of the loss carries no gradient to tensors the other terms train (or none to what the steps after "
+         "its backward update): it reached them only through a cut, so it adds nothing to their update.",
          "Compute the term from the tensors themselves (drop the cut), or leave the term out of the loss."),
     Rule("GC021", "autograd_error", ("error",), True, "autograd error",
          "PyTorch refused a backward, autograd.grad or an op for the graph's sake (a graph freed by an earlier "

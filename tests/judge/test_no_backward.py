@@ -51,3 +51,4 @@ def closure():
 lbfgs.step(closure)
 """)
     assert found == []
+

@@ -29,7 +29,7 @@ def scan(run) -> list[Finding]:
             ))
             continue
         if event.detail == "no_backward":
-            if not record.backwards and not record.autograd_errors:
+            if not (record.backwards or record.autograd_errors or record.untraced):  # none here, nor elsewhere
                 found.append(_no_backward(run, event))
             continue
         if event.key not in run.keys:

@@ -59,7 +59,8 @@ RULES: tuple[Rule, ...] = (
          "Create Parameters once in __init__; use computed tensors directly."),
     Rule("GC009", "non_parameter_tensor", ("warning", "error"), False, "plain tensor attribute",
          "A module attribute holds a tensor that requires grad (or Parameters in a plain list or dict) without "
-         "registering it.", "Register it: nn.Parameter(...), nn.ParameterList/ParameterDict, or register_buffer."),
+         "registering it, or a plain tensor fresh from torch.zeros/randn that never changed in a trained model.",
+         "Register it: nn.Parameter(...), nn.ParameterList/ParameterDict, or register_buffer."),
     Rule("GC010", "unused_parameter", ("error", "warning"), True, "unused parameter",
          "The tensor never took part in a loss (a submodule that is never called is named).",
          "Use it in forward, or leave it out of the optimizer."),
@@ -81,7 +82,8 @@ RULES: tuple[Rule, ...] = (
          "they changed.", "Take real copies: {k: v.detach().clone() for k, v in model.state_dict().items()}."),
     Rule("GC016", "optimizer", ("error", "warning"), False, "optimizer",
          "A parameter is in two optimizers, or gets gradients but is in none; or step() ran after zero_grad() "
-         "erased every gradient.", "Give each parameter to exactly one optimizer; call zero_grad() before backward."),
+         "erased every gradient, or in a run where no backward ran.",
+         "Give each parameter to exactly one optimizer; call zero_grad() before backward."),
     Rule("GC017", "untraced_thread", ("warning",), False, "untraced_thread",
          "Backward calls ran in a thread the trace does not cover (torch-function modes are per thread), so "
          "nothing judged them.",
@@ -96,8 +98,8 @@ RULES: tuple[Rule, ...] = (
          "torch.autograd.grad() without create_graph=True returned gradients as constants, and a loss was "
          "computed from them.", "Pass create_graph=True to torch.autograd.grad."),
     Rule("GC020", "cut_term", ("warning",), False, "cut loss term",
-         "A term of the loss carries no gradient: it is computed from tensors the other terms train, but only "
-         "through a cut, so it adds nothing to their update.",
+         "A term of the loss carries no gradient to tensors the other terms train (or none to what the steps after "
+         "its backward update): it reached them only through a cut, so it adds nothing to their update.",
          "Compute the term from the tensors themselves (drop the cut), or leave the term out of the loss."),
     Rule("GC021", "autograd_error", ("error",), True, "autograd error",
          "PyTorch refused a backward, autograd.grad or an op for the graph's sake (a graph freed by an earlier "

@@ -81,8 +81,11 @@ class BackwardLog:
         with functions_off():  # the tool's own `.grad` reads
             reached = {key for key in registry.arrived if _has_grad(registry.all[key].tensor)} | returned
         registry.arrived.clear()
-        self.terms.check(roots, reached)
         optimizers = self.optimizers
+        if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it
+            self.terms.resolve(optimizers.stepped_since)
+        optimizers.stepped_since.clear()
+        self.terms.check(roots, reached)
         if reached and optimizers.live:
             optimizers.reached(reached)
         # autograd.grad fills no .grad for a step to read

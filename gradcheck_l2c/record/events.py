@@ -23,8 +23,8 @@ class EventExtra(TypedDict, total=False):
     saver: str  # inplace_saved: the autograd node that saved the tensor
     saver_site: str | None  # inplace_saved: where that node was made ("train.py:12")
     symptom: Site | None  # inplace_saved: the backward that failed
-    optimizer: str  # inplace_saved: the optimizer whose step wrote in place; optimizer "erased": its class
-    size: int  # optimizer "erased": how many parameters it holds
+    optimizer: str  # inplace_saved: the optimizer whose step wrote in place; optimizer "erased", "no_backward": class
+    size: int  # optimizer "erased", "no_backward": how many parameters it holds
     step: Site | None  # optimizer "erased": the step() that found no gradient (the event sits at the zero_grad())
     first: str  # optimizer (two optimizers): the class of the optimizer that held the parameter first
     records: tuple[Any, Any]  # optimizer (two optimizers): the two OptimizerRecords

@@ -27,6 +27,9 @@ Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
 _is_compiling = compiling_check()
 _BACKWARDS = (on_backward, on_autograd_grad)
+#: Factories that initialise weights (not constants such as ones or full): what they make is remembered while
+#: it lives, so that a module holding it unregistered and unwritten is told apart from a computed constant.
+INITIALISERS = frozenset((torch.zeros, torch.randn, torch.rand, torch.empty))
 _originals: dict[CodeType, FunctionType | None] = {}  # torch's backward code -> the function that runs it
 
 
@@ -58,6 +61,7 @@ class Interceptor(TorchFunctionMode):
         self.user_leaves = state.registry.user_leaves
         self.terms = state.terms
         self.origins = state.origins
+        self.unregistered = state.unregistered  # plain tensors fresh from a factory, and how modules use them
         self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
         self.grad_stats = state.grad_stats  # --grad-stats: gradient norms after each backward (None when off)
 
@@ -109,12 +113,20 @@ class Interceptor(TorchFunctionMode):
             if not out.requires_grad:
                 # integer and bool results (argmax, comparisons, casts) of inputs with history are cuts;
                 # float results without grad are fresh tensors (zeros_like) or had no history anyway
-                if not out.is_floating_point() and requires_grad_in(args, kwargs):
-                    non_differentiable(self, func, args, kwargs, [out])
-            elif scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):
-                # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
-                if out.grad_fn is not None:
-                    remember_site(out, scope.module_path)
+                if not out.is_floating_point():
+                    if requires_grad_in(args, kwargs):
+                        non_differentiable(self, func, args, kwargs, [out])
+                elif func in INITIALISERS:  # weights that may be meant to learn (UnregisteredLog.made)
+                    self.unregistered.made(out, f"torch.{func.__name__}")
+                elif self.unregistered.held:
+                    self.unregistered.derived(args, out)
+            else:
+                if self.unregistered.held:  # plain tensors fresh from a factory on modules: used as weights?
+                    self.unregistered.used(args, sys._getframe(1))
+                if scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):
+                    # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
+                    if out.grad_fn is not None:
+                        remember_site(out, scope.module_path)
             if origins.recording and out.requires_grad:
                 origins.made(out)  # the first iteration: the line, for autograd's errors
             if self.terms.unplaced and out.requires_grad and out.numel() == 1:

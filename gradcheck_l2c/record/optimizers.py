@@ -87,6 +87,7 @@ class OptimizerLog:
         # id(optimizer) -> (backward calls, assigned gradients) seen at its last step; -> its latest zero_grad()
         self._last_step: dict[int, tuple[int, int]] = {}
         self._cleared: dict[int, tuple[Site | None, int, int]] = {}
+        self.stepped_since: list[set[int]] = []  # the keys of each optimizer that stepped since the last backward
 
     def record_for(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
         """The record of ``optimizer``, made now if it was built before the trace; its watched
@@ -163,6 +164,7 @@ class OptimizerLog:
         assigning ``.grad``) since its last step, that they were erased in between (``zero_grad()`` after
         ``backward()``). A step given a closure computes its gradients later, inside the closure."""
         record = self.record_for(optimizer, site)
+        self.stepped_since.append(record.keys)
         clock = self.clock
         clock.steps += 1
         record.step_site, record.step_order = site, clock.steps
@@ -173,8 +175,12 @@ class OptimizerLog:
         self.use.stepped(id(optimizer), record.keys, closure)
         since, since_assigned = self._last_step.get(id(optimizer), (0, 0))
         self._last_step[id(optimizer)] = (clock.backwards, clock.assigned)
-        if self._stepped(record, site) or closure or (clock.backwards == since and clock.assigned == since_assigned):
-            return  # a cut explains the missing gradients, the closure will make them, or none arrived
+        if self._stepped(record, site) or closure:
+            return  # a cut explains the missing gradients, or the closure will make them
+        if clock.backwards == since and clock.assigned == since_assigned:
+            if not clock.backwards and not clock.assigned:
+                self._before_any_backward(optimizer, site)
+            return  # none arrived since the last step
         with functions_off():  # torch's reads, not the user's: no need to intercept them
             params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
             if not params or any(p.grad is not None for p in params):
@@ -187,6 +193,18 @@ class OptimizerLog:
         erased_at = cleared[0] if cleared is not None and cleared[1:] == (clock.backwards, clock.assigned) else site
         self.events.record("optimizer", -1 if key is None else key, erased_at, "erased",
                            optimizer=type(optimizer).__name__, size=len(params), step=site)
+
+    def _before_any_backward(self, optimizer: Any, site: Site | None) -> None:
+        """A step before any backward or assigned ``.grad`` in the run, on parameters without a gradient: it
+        changes nothing. The judge reports it only if no backward ran in the whole run (a step before the
+        loop that quiets a scheduler's warning is followed by backwards)."""
+        with functions_off():
+            params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+            if not params or any(p.grad is not None for p in params):
+                return
+        key = self.registry.key_of(params[0])
+        self.events.record("optimizer", -1 if key is None else key, site, "no_backward",
+                           optimizer=type(optimizer).__name__, size=len(params))
 
     def _stepped(self, record: OptimizerRecord, site: Site | None) -> bool:
         """Which tensors the step holds got their gradient for it. One that a backward since its previous

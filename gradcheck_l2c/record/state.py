@@ -127,6 +127,8 @@ class TraceState:
                 if module is not None:
                     watched.site = attribute_site(module, watched.owner.attribute)
         self.unregistered.collect(self.registry)
+        self.unregistered.collect_initialised(self.registry)
+        self.terms.resolve(self.optimizers.stepped_since)
         self.updates.compare()
         for watched in self.registry.all:
             watched.placed = self.registry.placements(watched)

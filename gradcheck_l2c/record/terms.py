@@ -28,6 +28,7 @@ _TERM_NODES = frozenset(("AddBackward0", "AddBackward1", "SubBackward0", "SubBac
                          "ToCopyBackward0", "CloneBackward0"))
 _ZEROED = frozenset(("step", "sample"))  # non_differentiable outputs whose values mean to carry a gradient
 _MARK = "gradcheck_dead_terms"
+_ASIDE = "gradcheck_terms_aside"  # terms with a gradient, cut from some watched tensors they were computed from
 _LOSS_SITE = "gradcheck_loss_site"
 _WALK = 256
 
@@ -69,6 +70,9 @@ class TermLog:
         self.found: dict[tuple[Site | None, int, Chain], int] = {}
         self.taken: dict[Site | None, TakenGradient] = {}
         self.unplaced: list[TakenGradient] = []
+        #: terms the last backward summed that reach some tensors it reached otherwise only through a cut:
+        #: (where added, the cut key, the cuts) -> the keys the term does carry, judged by the steps that follow
+        self.pending: dict[tuple[Site | None, int, Chain], frozenset[int]] = {}
 
     def took_gradients(self, grads: Any, roots: list[Tensor]) -> None:
         """``autograd.grad(..., create_graph=True)`` returned ``grads`` from user code: watch their nodes, so
@@ -95,12 +99,19 @@ class TermLog:
         stacked = func is torch.stack or func is torch.cat
         if not stacked and out.numel() != 1:
             return  # not a term of a scalar loss (a layer's `w - lr * g`, a residual)
-        dead = None
+        dead, aside = None, []
         for arg in flat(args):
             if isinstance(arg, Tensor):
                 if stacked and arg.numel() != 1:
                     continue
-                taint = self._zeroed(arg) if arg.requires_grad else self.taints.get(arg)
+                taint = self.taints.get(arg)
+                if arg.requires_grad and taint is not None:
+                    carried = self.reach.carrying(arg)
+                    cut = {key: chain for key, chain in taint.chains.items() if key not in carried}
+                    taint = self._zeroed(cut)
+                    kept = {key: chain for key, chain in cut.items() if taint is None or key not in taint.chains}
+                    if carried and kept and not _zero(arg):
+                        aside.append((Taint(kept), carried))
             elif type(arg) is TaintedFloat:
                 taint = self.taints.get(arg)
             else:
@@ -110,18 +121,18 @@ class TermLog:
         if dead is not None:
             out.grad_fn.metadata[_MARK] = (user_site(2), dead)
             self.marked += 1
+        if aside:
+            out.grad_fn.metadata[_ASIDE] = (user_site(2), aside)
+            self.marked += 1
 
-    def _zeroed(self, term: Tensor) -> Taint | None:
-        """For a term that has gradient: the watched tensors its values came from only through ops that send
-        back zeros (``round``, ``torch.normal``'s parameters), never on purpose: ``.detach()`` of an
-        actor-critic's advantage leaves its term a gradient for the actor and is no dead term, and indices
-        (``argmax``) select by design (a VQ codebook lookup)."""
-        taint = self.taints.get(term)
-        if taint is None:
-            return None
-        carried = self.reach.carrying(term)
-        chains = {key: chain for key, chain in taint.chains.items()
-                  if key not in carried and all(event.extra.get("output") in _ZEROED for event in chain)}
+    @staticmethod
+    def _zeroed(cut: dict[int, Chain]) -> Taint | None:
+        """For a term that has gradient, of the watched tensors it carries none to (``cut``): those its values
+        came from only through ops that send back zeros (``round``, ``torch.normal``'s parameters), never on
+        purpose. ``.detach()`` of an actor-critic's advantage leaves its term a gradient for the actor and is no
+        dead term (`resolve` asks the steps that follow), and indices (``argmax``) select by design."""
+        chains = {key: chain for key, chain in cut.items()
+                  if all(event.extra.get("output") in _ZEROED for event in chain)}
         return Taint(chains) if chains else None
 
     def check(self, roots: list[Tensor], reached: set[int]) -> None:
@@ -144,8 +155,25 @@ class TermLog:
                     if key in reached:
                         index = (site, key, chain)
                         self.found[index] = self.found.get(index, 0) + 1
+            aside = node.metadata.get(_ASIDE)
+            for taint, carried in aside[1] if aside is not None else ():
+                for key, chain in taint.chains.items():
+                    if key in reached:
+                        index = (aside[0], key, chain)
+                        self.pending[index] = self.pending.get(index, frozenset()) | carried
             if type(node).__name__ in _TERM_NODES:
                 stack.extend(child for child, _ in node.next_functions)
+
+    def resolve(self, stepped: list[frozenset[int] | set[int]]) -> None:
+        """The steps after the last backward ran (``stepped``: the keys each optimizer that stepped holds): a
+        term cut from a tensor those steps update, while none of them updates a tensor the term does carry a
+        gradient to, added nothing to any step (IntroVAE's decoder step on an encoded ``xp.detach()``). One
+        cut for another optimizer's step (a GAN's discriminator loss on a detached fake) stays silent."""
+        for index, carried in self.pending.items():
+            key = index[1]
+            if any(key in keys for keys in stepped) and all(carried.isdisjoint(keys) for keys in stepped):
+                self.found[index] = self.found.get(index, 0) + 1
+        self.pending.clear()
 
     @staticmethod
     def scalar_made(out: Tensor) -> None:

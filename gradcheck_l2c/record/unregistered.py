@@ -1,30 +1,35 @@
 """Grad-requiring tensors, and Parameters in plain lists/dicts, held by live modules without being
 registered (results computed from Parameters, like ``self.loss``, are fine): remembered with their
 creation site while the modules are alive, for the ``non_parameter_tensor`` detector to judge after
-the run."""
+the run. Also plain tensors fresh from an initialising factory (``torch.zeros``, ``torch.randn``) that a
+module of a trained model holds unregistered and that nothing ever wrote: weights that were meant to learn."""
 from __future__ import annotations
 
-from typing import NamedTuple
+import weakref
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.locations import Site, module_site
+from gradcheck_l2c.record.torch_internals import version
 from gradcheck_l2c.record.watch import WatchRegistry
 
 
 class Unregistered(NamedTuple):
     """A module attribute that holds what should be registered: ``problem`` is ``tensor`` (requires grad,
     not a Parameter), ``list``/``tuple``/``dict`` (of Parameters), ``list of modules``/``tuple of
-    modules``/``dict of modules`` (whose parameters the holder does not register) or ``plain`` (a tensor
-    without grad that user code treated as learnable, its ``symptom`` the line that did). ``keys``: the
-    watched tensors it hides from ``parameters()``."""
+    modules``/``dict of modules`` (whose parameters the holder does not register), ``plain`` (a tensor
+    without grad that user code treated as learnable, its ``symptom`` the line that did) or ``initialised``
+    (a plain tensor from ``factory`` that nothing wrote, held by a module of a model an optimizer stepped).
+    ``keys``: the watched tensors it hides from ``parameters()``."""
 
     site: Site | None
     problem: str
     symptom: Site | None
     keys: frozenset[int] = frozenset()
+    factory: str = ""
 
 
 class UnregisteredLog:
@@ -32,6 +37,62 @@ class UnregisteredLog:
 
     def __init__(self) -> None:
         self.found: dict[tuple[str, str], Unregistered] = {}
+        self._fresh: dict[int, tuple[weakref.ref, str, int]] = {}  # id -> (tensor, factory, version when made)
+        #: id of a fresh tensor user code put on a module, or of a view made from it without grad (``.t()``)
+        #: -> (that tensor, the module, the id of the fresh tensor)
+        self.held: dict[int, tuple[weakref.ref, weakref.ref, int]] = {}
+        self._weights: set[int] = set()  # fresh tensors an op in their module's own forward used as a weight
+
+    def made(self, tensor: torch.Tensor, factory: str) -> None:
+        """An initialising factory made a plain floating-point tensor (kept while it lives)."""
+        ident, fresh = id(tensor), self._fresh
+        fresh[ident] = (weakref.ref(tensor, lambda _, ident=ident: fresh.pop(ident, None)), factory, version(tensor))
+
+    def assigned(self, module: nn.Module, value: torch.Tensor) -> None:
+        """User code put a plain tensor on a module: if a factory made it, watch how its module uses it."""
+        made = self._fresh.get(id(value))
+        if made is not None and made[0]() is value:
+            self._hold(value, weakref.ref(module), id(value))
+
+    def _hold(self, tensor: torch.Tensor, module: weakref.ref, origin: int) -> None:
+        ident, held = id(tensor), self.held
+        held[ident] = (weakref.ref(tensor, lambda _, ident=ident: held.pop(ident, None)), module, origin)
+
+    def derived(self, args: tuple, out: torch.Tensor) -> None:
+        """An op without grad made ``out`` from a held tensor (``self.keys.t()``): it stands for that tensor."""
+        for arg in args:
+            entry = self.held.get(id(arg)) if type(arg) is torch.Tensor else None
+            if entry is not None and entry[0]() is arg:
+                self._hold(out, entry[1], entry[2])
+                return
+
+    def used(self, args: tuple, frame: Any) -> None:
+        """An op whose result requires grad ran with a held fresh tensor among its operands: it is a weight
+        when the op is written in the forward of the module that holds it (``self.alpha * x``), not an input
+        handed to a model (a fixed noise vector for samples)."""
+        for arg in args:
+            entry = self.held.get(id(arg)) if type(arg) is torch.Tensor else None
+            if entry is not None and entry[2] not in self._weights and entry[0]() is arg and frame is not None \
+                    and frame.f_code.co_name == "forward" and frame.f_locals.get("self") is entry[1]():
+                self._weights.add(entry[2])
+
+    def collect_initialised(self, registry: WatchRegistry) -> None:
+        """At the end: the plain tensors fresh from a factory, never written since, that user code put on a
+        module (not as a buffer) of a model whose parameters an optimizer stepped, and that the module's forward
+        used as a weight. A constant of one value (a scale, a device marker) is not a weight."""
+        for root, _ in registry.live_modules():
+            if not any(w is not None and w.optimized and w.ever_grad for w in map(registry.get, root.parameters())):
+                continue
+            for module in root.modules():
+                owner = type(module).__name__
+                for attr, value in vars(module).items():
+                    made = self._fresh.get(id(value)) if id(value) in self._weights else None
+                    if made is None or made[0]() is not value or (owner, attr) in self.found:
+                        continue
+                    entry = registry.assigned.get((id(module), attr))
+                    if entry is None or entry[0]() is not module or value.numel() <= 1 or version(value) != made[2]:
+                        continue
+                    self.found[(owner, attr)] = Unregistered(entry[1], "initialised", None, factory=made[1])
 
     def collect(self, registry: WatchRegistry) -> None:
         """Remember every unregistered grad-requiring attribute of the live modules, with its creation site."""

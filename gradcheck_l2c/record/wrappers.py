@@ -73,6 +73,8 @@ def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[
             if state.scope.in_trace_thread() and caller_is_user(1):
                 if not isinstance(value, nn.Module):
                     assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
+                    if kind is torch.Tensor:
+                        state.unregistered.assigned(module, value)
                     if kind is torch.Tensor and value.is_inference():
                         state.origins.stored(value, user_site(1))
                 else:

@@ -1,6 +1,7 @@
 """`non_parameter_tensor`: a module holds a grad-requiring tensor, or Parameters in a plain list/dict,
 that is not registered — so ``parameters()``, ``state_dict``, ``.to()`` and optimizers never see it; or
-a plain tensor attribute that user code treats as learnable (reads its ``.grad``, gives it to an optimizer).
+a plain tensor attribute that user code treats as learnable (reads its ``.grad``, gives it to an optimizer),
+or a plain tensor fresh from ``torch.zeros``/``randn`` that nothing ever wrote, in a model an optimizer trains.
 
 Modules are looked at while they are alive (at the first backward calls and at the end of the trace).
 """
@@ -13,7 +14,8 @@ KIND = "non_parameter_tensor"
 
 def scan(run) -> list[Finding]:
     found = []
-    for (owner, attr), (site, problem, symptom, hidden) in run.record.unregistered.items():
+    for (owner, attr), entry in run.record.unregistered.items():
+        site, problem, symptom, hidden = entry.site, entry.problem, entry.symptom, entry.keys
         name = f"{owner}.{attr}"
         if not run.wants(name, attr):
             continue
@@ -24,6 +26,16 @@ def scan(run) -> list[Finding]:
                 "gives it a gradient, and an optimizer never changes it.",
                 f"make it a parameter: self.{attr} = nn.Parameter(...).",
                 related={"symptom": symptom},
+            ))
+            continue
+        if problem == "initialised":
+            found.append(run.finding(
+                KIND, "error", name, site,
+                f"{name} is a plain tensor made by {entry.factory}(...) and never changed: not an nn.Parameter "
+                "(requires_grad=False), so backward gives it no gradient and the optimizer that trains the model "
+                "around it never changes it.",
+                f"make it a parameter: self.{attr} = nn.Parameter(...) (or register_buffer if it is a fixed "
+                "constant).",
             ))
             continue
         if problem == "tensor":

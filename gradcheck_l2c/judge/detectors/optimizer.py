@@ -1,6 +1,6 @@
 """`optimizer`: a watched parameter sits in two optimizers that both step it after the second was built
 (rebinding ``opt = SGD(...)`` for a new phase is silent), or gets gradients but is in none; or a
-``step()`` finds every gradient erased since the last backward.
+``step()`` finds every gradient erased since the last backward, or runs in a run without any backward.
 
 Both are noticed while the tensors live: at an optimizer's construction, and at a parameter's first
 gradient.
@@ -27,6 +27,10 @@ def scan(run) -> list[Finding]:
                 "assigning .grad), or right after step(); never between them and step().",
                 event.count, related={"symptom": event.extra.get("step")},
             ))
+            continue
+        if event.detail == "no_backward":
+            if not (record.backwards or record.autograd_errors or record.untraced):  # none here, nor elsewhere
+                found.append(_no_backward(run, event))
             continue
         if event.key not in run.keys:
             continue
@@ -152,6 +156,16 @@ def _none(run, watched, record) -> tuple[str, str]:
 def _made_after(run, watched, record) -> bool:
     """The parameter was made after the optimizer was built (a layer added or replaced later)."""
     return record.ordinal > 0 and watched.optimizers_before >= record.ordinal
+
+
+def _no_backward(run, event) -> Finding:
+    """A step in a run that called no backward at all: its parameters never get a gradient, every step is void."""
+    optimizer = event.extra["optimizer"]
+    return run.finding(
+        KIND, "error", f"{optimizer} ({event.extra['size']} parameters)", event.site,
+        f"{optimizer}.step() ran, but no backward ran in the whole run: its parameters never "
+        "got a gradient, so no step changed them.",
+        "call loss.backward() after optimizer.zero_grad() and before optimizer.step().", event.count)
 
 
 def _meant_for(run, name: str):

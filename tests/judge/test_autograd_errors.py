@@ -116,6 +116,96 @@ CASES = {
             loss = F.cross_entropy(model(x), y)
             loss.backward()
         """),
+    # a value a method keeps on its object carries the graph that method's backward freed into another's
+    "freed_attribute_carried": ("""
+        class Steps:
+            def __init__(self):
+                self.encoder, self.head = nn.Linear(4, 4), nn.Linear(4, 1)
+
+            def first(self):
+                self.code = self.encoder(x).tanh()  # <- autograd_error
+                self.head(self.code).mean().backward()
+
+            def second(self):
+                (self.code ** 2).mean().backward()  # <- symptom
+
+        steps = Steps()
+        steps.first()
+        steps.second()
+        """, """
+        class Steps:
+            def __init__(self):
+                self.encoder, self.head = nn.Linear(4, 4), nn.Linear(4, 1)
+
+            def first(self):
+                self.code = self.encoder(x).tanh()
+                self.head(self.code).mean().backward(retain_graph=True)
+
+            def second(self):
+                (self.code ** 2).mean().backward()
+
+        steps = Steps()
+        steps.first()
+        steps.second()
+        """),
+    # a forward pass of several lines computed once before the loop: it starts on its first line
+    "freed_forward_once": ("""
+        model = nn.Linear(4, 3)
+        hidden = model(x)  # <- autograd_error
+        scores = hidden.relu() * 2
+        loss = F.cross_entropy(scores, y)
+        for step in range(2):
+            model.zero_grad()
+            loss.backward()  # <- symptom
+        """, """
+        model = nn.Linear(4, 3)
+        for step in range(2):
+            hidden = model(x)
+            scores = hidden.relu() * 2
+            loss = F.cross_entropy(scores, y)
+            model.zero_grad()
+            loss.backward()
+        """),
+    # a per-sample term added to a one-valued loss: the term's line, where it was meant to be reduced
+    "non_scalar_term": ("""
+        model = nn.Linear(4, 3)
+        out = model(x)
+        per_sample = out.pow(2).mean(1)
+        penalty = 0.1 * per_sample  # <- autograd_error
+        loss = F.cross_entropy(out, y) + penalty
+        loss.backward()  # <- symptom
+        """, """
+        model = nn.Linear(4, 3)
+        out = model(x)
+        per_sample = out.pow(2).mean(1)
+        penalty = 0.1 * per_sample.mean()
+        loss = F.cross_entropy(out, y) + penalty
+        loss.backward()
+        """),
+    # a gradient taken under enable_grad() inside inference_mode(): the line under inference_mode
+    "graphless_inference_mode": ("""
+        model = nn.Linear(4, 3)
+
+        def input_gradient(inputs):
+            with torch.enable_grad():
+                inputs = inputs.clone().requires_grad_()
+                score = model(inputs).sum()
+                return torch.autograd.grad(score, inputs)[0]  # <- symptom
+
+        with torch.inference_mode():
+            saliency = input_gradient(x)  # <- autograd_error
+        """, """
+        model = nn.Linear(4, 3)
+
+        def input_gradient(inputs):
+            with torch.enable_grad():
+                inputs = inputs.clone().requires_grad_()
+                score = model(inputs).sum()
+                return torch.autograd.grad(score, inputs)[0]
+
+        with torch.no_grad():
+            saliency = input_gradient(x)
+        """),
     "non_scalar_root": ("""
         model = nn.Linear(4, 3)
 

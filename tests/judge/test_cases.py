@@ -107,10 +107,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: autograd_error e :24",
     "b7_peft_adapter_loaded_not_trainable":
         "first pass: detach e :32; state_dict_reload e :24",
-    "b7_shiftnet_ragan_pred_real_reused":
-        "first pass: autograd_error e :37; detach e :21",
-    "b7_refnerf_normals_under_inference_mode":
-        "first pass: autograd_error e :20",
     "b7_memory_bank_plain_tensors":
         "first pass: nothing",
     "b7_monai_attention_proj_unused":
@@ -161,14 +157,10 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: inplace_saved e :19",
     "b9_snntorch_membrane_not_reset":
         "first pass: autograd_error e :44",
-    "b9_cdfi_regularizer_not_scalar":
-        "first pass: autograd_error e :28",
     "b9_gan_geometry_grad_of_vector":
         "first pass: autograd_error e :16",
     "b9_ddpm_self_condition_inference_mode":
         "first pass: autograd_error e :21",
-    "b9_bigram_forward_outside_loop":
-        "first pass: autograd_error e :16",
     "b9_recbole_frozen_pretrained_embeddings":
         "first pass: autograd_error e :29",
     "b9_lightning_test_step_inference_mode":

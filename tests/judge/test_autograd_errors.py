@@ -542,3 +542,45 @@ def test_a_cache_made_under_inference_mode_and_sliced_later_is_named_where_it_wa
     assert error is not None and "Inference tensors" in str(error)
     assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
         [("autograd_error", script.line("autograd_error"))]
+
+
+INPLACE_LAYERS = {
+    # the layer's constructor asks for in-place writes: its line is the one to change
+    "built": ("""
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.skip, self.out = nn.Linear(4, 4), nn.Linear(4, 3)
+                self.act = nn.LeakyReLU(0.1, inplace={flag})  # <- inplace_saved
+
+            def forward(self, inputs):
+                h = self.skip(inputs)
+                energy = h.pow(2).sum(1, keepdim=True)
+                return self.out(self.act(h)) + energy
+
+        F.cross_entropy(Block()(x), y).backward()  # <- symptom
+        """),
+    # user code switches a built layer to in-place writes afterwards
+    "switched": ("""
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Dropout(0.2), nn.Linear(4, 3))
+        for layer in model:
+            if isinstance(layer, nn.Dropout):
+                layer.inplace = {flag}  # <- inplace_saved
+        F.cross_entropy(model(x), y).backward()  # <- symptom
+        """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_LAYERS))
+def test_a_layer_made_to_write_in_place_is_named_where_it_was_made_so(snippet, name, one_torch_thread):
+    """`nn.ReLU(inplace=True)` and its kin overwrite a tensor another op saved: the line that made the layer
+    write in place is the one to change (the forward line that runs it is not); with inplace off, silence."""
+    script, t, error = traced(snippet, INPLACE_LAYERS[name].replace("{flag}", "True"))
+    assert error is not None and "modified by an inplace operation" in str(error)
+    found = [(f.kind, f.line) for f in t.findings if f.severity == "error"]
+    assert found == [("inplace_saved", script.line("inplace_saved"))], found
+    (finding,) = [f for f in t.findings if f.severity == "error"]
+    assert "inplace=False" in finding.fix
+    assert [place.line for place in finding.related if place.role == "symptom"] == [script.line("symptom")]
+    _, t, error = traced(snippet, INPLACE_LAYERS[name].replace("{flag}", "False"))
+    assert error is None and [f for f in t.findings if f.severity in ("error", "warning")] == []

@@ -126,10 +126,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: a hit at the line (the README counts it), of another kind or severity: non_parameter_tensor w :15",
     "b8_sfmlearner_scheduler_instead_of_step":
         "first pass: no_update w :20; optimizer w :16",
-    "b8_xception_inplace_relu_after_identity":
-        "first pass: autograd_error e :30",
-    "b8_mvanet_modules_set_inplace":
-        "first pass: autograd_error e :29",
     "b8_lightning_custom_optimizer_closure_no_grad":
         "first pass: no_grad e :30",
     "b8_maml_inner_update_param_data":

@@ -4,7 +4,11 @@ runs and stays silent. A refused backward is always reported, also when the scri
 
 The reports behind it: tests/cases/b4_rnn_hidden_not_detached, b4_manual_update_leaf_inplace,
 b4_fold_bn_weight_slice_assign, b4_custom_function_missing_grad, b4_deepcopy_cached_activation,
-b4_inference_mode_backbone, b4_rank_loss_not_scalar.
+b4_inference_mode_backbone, b4_rank_loss_not_scalar; for the line to change of a value kept on an object, a loss
+reused whole, a per-sample term and a gradient under inference_mode: b7_shiftnet_ragan_pred_real_reused,
+b9_fmri_lstm_hidden_state_carried, b9_bigram_forward_outside_loop, b9_cdfi_regularizer_not_scalar,
+b6_sar_loss_not_scalar, b7_refnerf_normals_under_inference_mode, b9_lightning_test_step_inference_mode; for layers
+made to write in place: b8_xception_inplace_relu_after_identity, b8_mvanet_modules_set_inplace.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from gradcheck_l2c.record.ddp import UNUSED_ERRORS
 from gradcheck_l2c.record.failures import BackwardFailure
 from gradcheck_l2c.record.locations import USER, Site, attribute_site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
-from gradcheck_l2c.record.origins import Origins
+from gradcheck_l2c.record.origins import Origins, running_frames
 from gradcheck_l2c.record.param_sources import source_tree
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -257,13 +257,14 @@ def _first_made(origins: Origins, root: Any, stack: Any) -> Site | None:
     """A loss whose own graph was freed is backpropagated again: nothing in it can be detached, its forward
     must run again. The line where that forward starts: of the freed nodes below the root made in the same
     running frame, the first one autograd made."""
-    frame = origins.entry_in_running(stack)
+    running = running_frames()
+    frame = origins.entry_in_running(stack, running)
     if frame is None:
         return None
     first, site = None, None
     for node in graph.iter_nodes([root], _WALK):
         made = origins.stack_of(node)
-        entry = origins.entry_in_running(made) if made and origins.freed(node) else None
+        entry = origins.entry_in_running(made, running) if made and origins.freed(node) else None
         number = sequence_nr(node)
         if entry is not None and entry[:2] == frame[:2] and number is not None and (first is None or number < first):
             first, site = number, entry[2]

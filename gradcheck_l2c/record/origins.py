@@ -101,15 +101,13 @@ class Origins:
         return entry[2] if entry is not None else (stack[0][2] if stack else None)
 
     @staticmethod
-    def entry_in_running(stack: tuple[StackEntry, ...] | None) -> StackEntry | None:
-        """Of the frames that made a value, the innermost one that is still running, if any."""
+    def entry_in_running(stack: tuple[StackEntry, ...] | None,
+                         running: set[tuple[int, Any]] | None = None) -> StackEntry | None:
+        """Of the frames that made a value, the innermost one that is still running (of ``running_frames()``
+        when given), if any."""
         if not stack:
             return None
-        running = set()
-        frame = user_frame(1)
-        while frame is not None:
-            running.add((id(frame), frame.f_code))
-            frame = frame.f_back
+        running = running if running is not None else running_frames()
         return next((entry for entry in stack if (entry[0], entry[1]) in running), None)
 
     def inference_site(self, tensor: Tensor) -> Site | None:
@@ -130,6 +128,16 @@ class Origins:
         number = sequence_nr(node)
         return number is not None and self.freed_up_to is not None and number <= self.freed_up_to \
             and not hasattr(node, "variable")
+
+
+def running_frames() -> set[tuple[int, Any]]:
+    """The user frames running now, as the (id, code) pairs a `StackEntry` starts with."""
+    running = set()
+    frame = user_frame(1)
+    while frame is not None:
+        running.add((id(frame), frame.f_code))
+        frame = frame.f_back
+    return running
 
 
 def _nodes(roots: Any) -> list[Any]:

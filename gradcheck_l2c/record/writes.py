@@ -64,7 +64,8 @@ class WriteLog:
 
     def layer_wrote(self, target: torch.Tensor, func: Any, frame: FrameType | None) -> None:
         """A functional op called with ``inplace=True`` changed its input (``frame`` is its caller): an in-place
-        write, placed where the running layer was made to write in place, else at the user's line."""
+        write, placed where the running layer was made to write in place, else at the user's line. Asked in
+        the first iteration only (`Origins.recording`), where a layer's write that breaks backward first does."""
         while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
             layer = frame.f_locals.get("self")
             entry = self.inplace_layers.get(id(layer)) if layer is not None else None

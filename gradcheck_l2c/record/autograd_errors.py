@@ -12,7 +12,6 @@ that stored a graph tensor on a module.
 from __future__ import annotations
 
 import ast
-import dis
 import os
 import re
 from collections import deque
@@ -23,13 +22,14 @@ import torch
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.args import op_label, tensors_in
+from gradcheck_l2c.record.code_lines import return_lines, stores_attribute
 from gradcheck_l2c.record.ddp import UNUSED_ERRORS
 from gradcheck_l2c.record.failures import BackwardFailure
-from gradcheck_l2c.record.locations import USER, Site, attribute_site, frame_kind, user_frame, user_site
+from gradcheck_l2c.record.locations import USER, Site, attribute_site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
-from gradcheck_l2c.record.origins import Origins
+from gradcheck_l2c.record.origins import Origins, running_frames
 from gradcheck_l2c.record.param_sources import source_tree
-from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off
+from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
 from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
@@ -122,6 +122,10 @@ class ErrorRecorder:
                 cause, detail = _without_backward(roots)
             elif category == "other":
                 cause = _raised_in(error, call)
+            elif category == "graphless" and torch.is_inference_mode_enabled():
+                # enable_grad() records nothing inside inference_mode: the lines running now, for the judge to
+                # find the one under the inference_mode that turned recording off
+                detail = {"inference": tuple(site for _, _, site in user_stack(1))}
         return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure))
 
     def op(self, error: RuntimeError, func: Any, args: tuple, kwargs: dict) -> AutogradError | None:
@@ -167,10 +171,12 @@ class ErrorRecorder:
     # ---- the line to change, from the run's facts -----------------------------------------------------
 
     def _stored_at(self, stack: Any) -> Site | None:
-        """Of the lines that made a carried value, one that stored it on a module (``self.hidden = ...`` in a
-        forward): the state the module carries into the next iteration is the thing to detach there."""
+        """Of the lines that made a carried value, the innermost that stored it on an object (``self.hidden =
+        ...`` in a forward, ``self.pred = ...`` in a method): the state the object carries past the frame that
+        made it, into the next iteration or the next backward, is the thing to detach there."""
         stored = _stored_sites(self.registry)
-        return next((site for _, _, site in stack or () if site in stored), None)
+        return next((site for _, code, site in stack or ()
+                     if site in stored or stores_attribute(code, site.line)), None)
 
     def _freed(self, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
         """The first node (nearest the roots) of a graph an earlier backward freed, and the line that made
@@ -188,9 +194,10 @@ class ErrorRecorder:
                 checked += 1
                 if not _freed_below(node):
                     continue  # made before that backward, but not part of the graph it freed
-                site = self._stored_at(stack) or origins.site_in_running(stack)
-                detail = {"node": type(node).__name__, "freed_by": origins.freed_by,
-                          "root": any(node is start for start in starts),
+                root = any(node is start for start in starts)
+                site = self._stored_at(stack) or (_first_made(origins, node, stack) if root else None) \
+                    or origins.site_in_running(stack)
+                detail = {"node": type(node).__name__, "freed_by": origins.freed_by, "root": root,
                           "inner": stack[0][2] if stack and stack[0][2] != site else None}
                 return site, detail
             for child, _ in node.next_functions:
@@ -200,10 +207,12 @@ class ErrorRecorder:
         return None, {"freed_by": origins.freed_by}
 
     def _non_scalar(self, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
-        """The line that made the root with more than one value (or not of a floating type)."""
+        """The line that made the root with more than one value (or not of a floating type); for a root that
+        adds a many-valued term to a one-valued loss, the line that made that term."""
         for root in roots:
             if isinstance(root, Tensor) and (root.numel() != 1 or not root.dtype.is_floating_point):
-                return self.origins.site_of(root.grad_fn), {"shape": tuple(root.shape), "dtype": str(root.dtype)}
+                node = _unreduced_term(root.grad_fn) if root.dtype.is_floating_point else root.grad_fn
+                return self.origins.site_of(node), {"shape": tuple(root.shape), "dtype": str(root.dtype)}
         return None, {}
 
     def _input(self, category: str, roots: list[Tensor], inputs: Any, frame: Any,
@@ -244,6 +253,44 @@ def _stored_sites(registry: WatchRegistry) -> set[Site]:
     return {site for _, site in registry.assigned.values() if site is not None}
 
 
+def _first_made(origins: Origins, root: Any, stack: Any) -> Site | None:
+    """A loss whose own graph was freed is backpropagated again: nothing in it can be detached, its forward
+    must run again. The line where that forward starts: of the freed nodes below the root made in the same
+    running frame, the first one autograd made."""
+    running = running_frames()
+    frame = origins.entry_in_running(stack, running)
+    if frame is None:
+        return None
+    first, site = None, None
+    for node in graph.iter_nodes([root], _WALK):
+        made = origins.stack_of(node)
+        entry = origins.entry_in_running(made, running) if made and origins.freed(node) else None
+        number = sequence_nr(node)
+        if entry is not None and entry[:2] == frame[:2] and number is not None and (first is None or number < first):
+            first, site = number, entry[2]
+    return site
+
+
+def _unreduced_term(node: Any) -> Any:
+    """Below a root that joins a one-valued loss term (0-dim, with history) and one many-valued term, the
+    node that made the many-valued term: the term that was meant to be reduced before it was added."""
+    while node is not None:
+        shapes = [(child, output_shape(child)) for child, _ in node.next_functions if child is not None]
+        joined = any(shape == () and not hasattr(child, "variable") for child, shape in shapes)
+        many = [child for child, shape in shapes if shape is not None and _numel(shape) > 1]
+        if not joined or len(many) != 1:
+            return node
+        node = many[0]
+    return node
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
 def _freed_below(node: Any) -> bool:
     """Whether a node at or below ``node`` lost its saved tensors (reading one raises "already freed")."""
     for child in graph.iter_nodes([node], _WALK):
@@ -276,7 +323,7 @@ def _function(text: str, roots: list[Tensor]) -> tuple[Site | None, dict[str, An
         code = getattr(getattr(backward, "__func__", backward), "__code__", None)
         if code is None:
             return None, detail
-        lines = _return_lines(code)
+        lines = return_lines(code)
         file = os.path.abspath(code.co_filename)
         detail["returns"] = len(lines)
         return (Site(file, lines[-1]) if lines else Site(file, code.co_firstlineno)), detail
@@ -306,18 +353,6 @@ def _class_line(code: Any, name: str) -> int:
                 and node.lineno <= code.co_firstlineno <= (node.end_lineno or node.lineno):
             return node.lineno
     return code.co_firstlineno
-
-
-def _return_lines(code: Any) -> list[int]:
-    """The lines of a function's ``return`` statements, read from its code object."""
-    spans = list(code.co_lines())
-    lines: list[int] = []
-    for instruction in dis.get_instructions(code):
-        if instruction.opname in ("RETURN_VALUE", "RETURN_CONST"):
-            line = next((ln for start, end, ln in spans if start <= instruction.offset < end), None)
-            if line is not None and line not in lines:
-                lines.append(line)
-    return lines
 
 
 def _raised_in(error: BaseException, call: Site | None) -> Site | None:

@@ -109,6 +109,9 @@ class Interceptor(TorchFunctionMode):
         if taints.by_id or taints.numbers:
             taints.propagate(args, kwargs, out)
             state.terms.added(func, args, out)
+        if kwargs and origins.recording and kwargs.get("inplace") is True and args and out is args[0] \
+                and kwargs.get("training") is not False:  # F.relu(x, inplace=True): what ReLU(inplace=True) runs,
+            self.writes.layer_wrote(out, func, sys._getframe(1))  # seen in the first iteration, as origins are
         if type(out) is Tensor:
             if not out.requires_grad:
                 # integer and bool results (argmax, comparisons, casts) of inputs with history are cuts;

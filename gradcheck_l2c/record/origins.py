@@ -94,20 +94,21 @@ class Origins:
         return stack[0][2] if stack else None
 
     @staticmethod
-    def site_in_running(stack: tuple[StackEntry, ...] | None, depth: int = 1) -> Site | None:
+    def site_in_running(stack: tuple[StackEntry, ...] | None) -> Site | None:
         """Of the lines that made a value, the one in the innermost user frame that is still running (the
         loop that carried the value from one iteration into the next); else the innermost line."""
+        entry = Origins.entry_in_running(stack)
+        return entry[2] if entry is not None else (stack[0][2] if stack else None)
+
+    @staticmethod
+    def entry_in_running(stack: tuple[StackEntry, ...] | None,
+                         running: set[tuple[int, Any]] | None = None) -> StackEntry | None:
+        """Of the frames that made a value, the innermost one that is still running (of ``running_frames()``
+        when given), if any."""
         if not stack:
             return None
-        running = set()
-        frame = user_frame(depth + 1)
-        while frame is not None:
-            running.add((id(frame), frame.f_code))
-            frame = frame.f_back
-        for ident, code, site in stack:
-            if (ident, code) in running:
-                return site
-        return stack[0][2]
+        running = running if running is not None else running_frames()
+        return next((entry for entry in stack if (entry[0], entry[1]) in running), None)
 
     def inference_site(self, tensor: Tensor) -> Site | None:
         """The user line that made an inference tensor, or one whose memory it shares (a slice taken outside
@@ -127,6 +128,16 @@ class Origins:
         number = sequence_nr(node)
         return number is not None and self.freed_up_to is not None and number <= self.freed_up_to \
             and not hasattr(node, "variable")
+
+
+def running_frames() -> set[tuple[int, Any]]:
+    """The user frames running now, as the (id, code) pairs a `StackEntry` starts with."""
+    running = set()
+    frame = user_frame(1)
+    while frame is not None:
+        running.add((id(frame), frame.f_code))
+        frame = frame.f_back
+    return running
 
 
 def _nodes(roots: Any) -> list[Any]:

@@ -52,6 +52,8 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
                    "a cut there is shown at the user's line that node came from",
     "_forward_cls": "the autograd.Function class behind a custom backward node, whose backward returned the wrong "
                     "gradients",
+    "_input_metadata": "the shape of the value an autograd node's forward made: which term of a loss that backward "
+                       "refused as not scalar brought the extra values in",
 }
 
 #: Switches torch-function modes off while it is entered: the tool's own reads are not the user's.
@@ -81,6 +83,14 @@ def sequence_nr(node: Any) -> int | None:
     try:
         return node._sequence_nr()
     except (AttributeError, RuntimeError):
+        return None
+
+
+def output_shape(node: Any) -> tuple[int, ...] | None:
+    """The shape of the (first) value the forward of ``node`` made; None where torch does not tell."""
+    try:
+        return tuple(node._input_metadata[0].shape)
+    except (AttributeError, IndexError, RuntimeError, TypeError):
         return None
 
 

@@ -68,6 +68,8 @@ def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[
 
     def setattr_(module: nn.Module, name: str, value: Any) -> None:
         original(module, name, value)
+        if value is True and name == "inplace" and state.scope.in_trace_thread():
+            state.writes.layer_made_inplace(module, user_site(1))  # torch's layers' own switch
         kind = type(value)
         if kind is torch.Tensor or kind in (list, tuple, dict) or isinstance(value, nn.Module):
             if state.scope.in_trace_thread() and caller_is_user(1):

@@ -1,8 +1,10 @@
-"""In-place writes in grad mode, and ``state_dict()`` entries that share storage with live parameters."""
+"""In-place writes in grad mode (also those of layers built to write in place, ``nn.ReLU(inplace=True)``), and
+``state_dict()`` entries that share storage with live parameters."""
 from __future__ import annotations
 
 import weakref
 from collections import deque
+from types import FrameType
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -10,7 +12,7 @@ import torch
 
 from gradcheck_l2c.record.args import flat, op_label
 from gradcheck_l2c.record.events import EventLog
-from gradcheck_l2c.record.locations import Site, user_site
+from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_site
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.torch_internals import version
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -52,6 +54,26 @@ class WriteLog:
         self.recent: deque[InplaceWrite] = deque(maxlen=256)
         self.notes: dict[tuple[Site | None, str], InplaceNote] = {}
         self.snapshots: dict[int, tuple[weakref.ref, Snapshot]] = {}
+        self.inplace_layers: dict[int, tuple[weakref.ref, Site | None]] = {}  # module id -> where made to write in place
+
+    def layer_made_inplace(self, module: Any, site: Site | None) -> None:
+        """A module's ``inplace`` was set true (by its constructor, ``nn.ReLU(inplace=True)`` on the user's line,
+        or by user code, ``m.inplace = True``): the line to change when its writes break a backward."""
+        ident, layers = id(module), self.inplace_layers
+        layers[ident] = (weakref.ref(module, lambda _, ident=ident: layers.pop(ident, None)), site)
+
+    def layer_wrote(self, target: torch.Tensor, func: Any, frame: FrameType | None) -> None:
+        """A functional op called with ``inplace=True`` changed its input (``frame`` is its caller): an in-place
+        write, placed where the running layer was made to write in place, else at the user's line. Asked in
+        the first iteration only (`Origins.recording`), where a layer's write that breaks backward first does."""
+        while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+            layer = frame.f_locals.get("self")
+            entry = self.inplace_layers.get(id(layer)) if layer is not None else None
+            if entry is not None and entry[0]() is layer:
+                self.wrote(target, entry[1], f"{type(layer).__name__}(inplace=True)")
+                return
+            frame = frame.f_back
+        self.wrote(target, user_site(2), op_label(func))
 
     def wrote(self, target: torch.Tensor, site: Site | None, label: str) -> None:
         """An in-place write in grad mode. On a tensor with history autograd records it, so it does not cut

@@ -4,7 +4,11 @@ runs and stays silent. A refused backward is always reported, also when the scri
 
 The reports behind it: tests/cases/b4_rnn_hidden_not_detached, b4_manual_update_leaf_inplace,
 b4_fold_bn_weight_slice_assign, b4_custom_function_missing_grad, b4_deepcopy_cached_activation,
-b4_inference_mode_backbone, b4_rank_loss_not_scalar.
+b4_inference_mode_backbone, b4_rank_loss_not_scalar; for the line to change of a value kept on an object, a loss
+reused whole, a per-sample term and a gradient under inference_mode: b7_shiftnet_ragan_pred_real_reused,
+b9_fmri_lstm_hidden_state_carried, b9_bigram_forward_outside_loop, b9_cdfi_regularizer_not_scalar,
+b6_sar_loss_not_scalar, b7_refnerf_normals_under_inference_mode, b9_lightning_test_step_inference_mode; for layers
+made to write in place: b8_xception_inplace_relu_after_identity, b8_mvanet_modules_set_inplace.
 """
 from __future__ import annotations
 
@@ -115,6 +119,96 @@ CASES = {
         for step in range(3):
             loss = F.cross_entropy(model(x), y)
             loss.backward()
+        """),
+    # a value a method keeps on its object carries the graph that method's backward freed into another's
+    "freed_attribute_carried": ("""
+        class Steps:
+            def __init__(self):
+                self.encoder, self.head = nn.Linear(4, 4), nn.Linear(4, 1)
+
+            def first(self):
+                self.code = self.encoder(x).tanh()  # <- autograd_error
+                self.head(self.code).mean().backward()
+
+            def second(self):
+                (self.code ** 2).mean().backward()  # <- symptom
+
+        steps = Steps()
+        steps.first()
+        steps.second()
+        """, """
+        class Steps:
+            def __init__(self):
+                self.encoder, self.head = nn.Linear(4, 4), nn.Linear(4, 1)
+
+            def first(self):
+                self.code = self.encoder(x).tanh()
+                self.head(self.code).mean().backward(retain_graph=True)
+
+            def second(self):
+                (self.code ** 2).mean().backward()
+
+        steps = Steps()
+        steps.first()
+        steps.second()
+        """),
+    # a forward pass of several lines computed once before the loop: it starts on its first line
+    "freed_forward_once": ("""
+        model = nn.Linear(4, 3)
+        hidden = model(x)  # <- autograd_error
+        scores = hidden.relu() * 2
+        loss = F.cross_entropy(scores, y)
+        for step in range(2):
+            model.zero_grad()
+            loss.backward()  # <- symptom
+        """, """
+        model = nn.Linear(4, 3)
+        for step in range(2):
+            hidden = model(x)
+            scores = hidden.relu() * 2
+            loss = F.cross_entropy(scores, y)
+            model.zero_grad()
+            loss.backward()
+        """),
+    # a per-sample term added to a one-valued loss: the term's line, where it was meant to be reduced
+    "non_scalar_term": ("""
+        model = nn.Linear(4, 3)
+        out = model(x)
+        per_sample = out.pow(2).mean(1)
+        penalty = 0.1 * per_sample  # <- autograd_error
+        loss = F.cross_entropy(out, y) + penalty
+        loss.backward()  # <- symptom
+        """, """
+        model = nn.Linear(4, 3)
+        out = model(x)
+        per_sample = out.pow(2).mean(1)
+        penalty = 0.1 * per_sample.mean()
+        loss = F.cross_entropy(out, y) + penalty
+        loss.backward()
+        """),
+    # a gradient taken under enable_grad() inside inference_mode(): the line under inference_mode
+    "graphless_inference_mode": ("""
+        model = nn.Linear(4, 3)
+
+        def input_gradient(inputs):
+            with torch.enable_grad():
+                inputs = inputs.clone().requires_grad_()
+                score = model(inputs).sum()
+                return torch.autograd.grad(score, inputs)[0]  # <- symptom
+
+        with torch.inference_mode():
+            saliency = input_gradient(x)  # <- autograd_error
+        """, """
+        model = nn.Linear(4, 3)
+
+        def input_gradient(inputs):
+            with torch.enable_grad():
+                inputs = inputs.clone().requires_grad_()
+                score = model(inputs).sum()
+                return torch.autograd.grad(score, inputs)[0]
+
+        with torch.no_grad():
+            saliency = input_gradient(x)
         """),
     "non_scalar_root": ("""
         model = nn.Linear(4, 3)
@@ -452,3 +546,45 @@ def test_a_cache_made_under_inference_mode_and_sliced_later_is_named_where_it_wa
     assert error is not None and "Inference tensors" in str(error)
     assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
         [("autograd_error", script.line("autograd_error"))]
+
+
+INPLACE_LAYERS = {
+    # the layer's constructor asks for in-place writes: its line is the one to change
+    "built": ("""
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.skip, self.out = nn.Linear(4, 4), nn.Linear(4, 3)
+                self.act = nn.LeakyReLU(0.1, inplace={flag})  # <- inplace_saved
+
+            def forward(self, inputs):
+                h = self.skip(inputs)
+                energy = h.pow(2).sum(1, keepdim=True)
+                return self.out(self.act(h)) + energy
+
+        F.cross_entropy(Block()(x), y).backward()  # <- symptom
+        """),
+    # user code switches a built layer to in-place writes afterwards
+    "switched": ("""
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Dropout(0.2), nn.Linear(4, 3))
+        for layer in model:
+            if isinstance(layer, nn.Dropout):
+                layer.inplace = {flag}  # <- inplace_saved
+        F.cross_entropy(model(x), y).backward()  # <- symptom
+        """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_LAYERS))
+def test_a_layer_made_to_write_in_place_is_named_where_it_was_made_so(snippet, name, one_torch_thread):
+    """`nn.ReLU(inplace=True)` and its kin overwrite a tensor another op saved: the line that made the layer
+    write in place is the one to change (the forward line that runs it is not); with inplace off, silence."""
+    script, t, error = traced(snippet, INPLACE_LAYERS[name].replace("{flag}", "True"))
+    assert error is not None and "modified by an inplace operation" in str(error)
+    found = [(f.kind, f.line) for f in t.findings if f.severity == "error"]
+    assert found == [("inplace_saved", script.line("inplace_saved"))], found
+    (finding,) = [f for f in t.findings if f.severity == "error"]
+    assert "inplace=False" in finding.fix
+    assert [place.line for place in finding.related if place.role == "symptom"] == [script.line("symptom")]
+    _, t, error = traced(snippet, INPLACE_LAYERS[name].replace("{flag}", "False"))
+    assert error is None and [f for f in t.findings if f.severity in ("error", "warning")] == []

@@ -110,10 +110,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: autograd_error e :24",
     "b7_peft_adapter_loaded_not_trainable":
         "first pass: detach e :32; state_dict_reload e :24",
-    "b7_shiftnet_ragan_pred_real_reused":
-        "first pass: autograd_error e :37; detach e :21",
-    "b7_refnerf_normals_under_inference_mode":
-        "first pass: autograd_error e :20",
     "b7_monai_attention_proj_unused":
         "a hit at the line (the README counts it), but unused_parameter is an error here where the case says warning",
     # Batch 8, first pass on fe6bce2 (tests/cases/README.md).
@@ -129,10 +125,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: a hit at the line (the README counts it), of another kind or severity: non_parameter_tensor w :15",
     "b8_sfmlearner_scheduler_instead_of_step":
         "first pass: no_update w :20; optimizer w :16",
-    "b8_xception_inplace_relu_after_identity":
-        "first pass: autograd_error e :30",
-    "b8_mvanet_modules_set_inplace":
-        "first pass: autograd_error e :29",
     "b8_lightning_custom_optimizer_closure_no_grad":
         "first pass: no_grad e :30",
     "b8_maml_inner_update_param_data":
@@ -161,14 +153,10 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: inplace_saved e :19",
     "b9_snntorch_membrane_not_reset":
         "first pass: autograd_error e :44",
-    "b9_cdfi_regularizer_not_scalar":
-        "first pass: autograd_error e :28",
     "b9_gan_geometry_grad_of_vector":
         "first pass: autograd_error e :16",
     "b9_ddpm_self_condition_inference_mode":
         "first pass: autograd_error e :21",
-    "b9_bigram_forward_outside_loop":
-        "first pass: autograd_error e :16",
     "b9_recbole_frozen_pretrained_embeddings":
         "first pass: autograd_error e :29",
     "b9_lightning_test_step_inference_mode":

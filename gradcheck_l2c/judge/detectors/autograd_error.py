@@ -10,6 +10,7 @@ already explains (`inplace_saved`, the cuts of a graphless loss, DDP's unused pa
 """
 from __future__ import annotations
 
+from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
 from gradcheck_l2c.record.facts import AutogradError, Graphless, Site, StaleSaved
 from gradcheck_l2c.records import Finding
 
@@ -24,19 +25,34 @@ def scan(run) -> list[Finding]:
             continue
         name = run.name(fact.key) if fact.key is not None else fact.subject
         message, fix = words(fact, name)
-        found.append(run.finding(KIND, "error", name, fact.cause or fact.call, message, fix, fact.count,
+        found.append(run.finding(KIND, "error", name, place(fact), message, fix, fact.count,
                                  related={"symptom": fact.call, "defined": fact.detail.get("inner")}))
     return found
 
 
 def note(fact: AutogradError) -> str | None:
     """The note added to PyTorch's error: the line to change, what happened there, and the fix."""
-    if fact.category in ("ddp", "other", "graphless", "inplace_saved"):
+    if fact.category in ("ddp", "other", "inplace_saved") or \
+            (fact.category == "graphless" and _under_inference_mode(fact) is None):
         return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
     message, fix = words(fact, fact.subject)
-    place = fact.cause or fact.call
-    return f"gradcheck-l2c: {place}: {message}\n  fix: {fix}" if place is not None else \
+    where = place(fact)
+    return f"gradcheck-l2c: {where}: {message}\n  fix: {fix}" if where is not None else \
         f"gradcheck-l2c: {message}\n  fix: {fix}"
+
+
+def place(fact: AutogradError) -> Site | None:
+    """The line to change: the recorded cause; for a backward refused inside ``torch.inference_mode()``, the
+    innermost running line under the ``inference_mode`` that turned recording off; else PyTorch's call."""
+    return fact.cause or _under_inference_mode(fact) or fact.call
+
+
+def _under_inference_mode(fact: AutogradError) -> Site | None:
+    for site in fact.detail.get("inference", ()):
+        off = grad_disabled_at(site)
+        if off is not None:
+            return site
+    return None
 
 
 def _explained(run, fact: AutogradError) -> bool:
@@ -74,13 +90,20 @@ def _freed_graph(fact: AutogradError, name: str, call: str, said: str) -> tuple[
                 "once before the loop) and .detach() it where it is carried over, or compute it anew each "
                 "iteration; pass retain_graph=True to the earlier backward() only if both must backpropagate "
                 "through it.")
+    inner = fact.detail.get("inner")
+    if fact.detail.get("root") and isinstance(inner, Site):
+        return (f"the forward pass that starts on this line and ends in the loss at {inner} ran once, and "
+                f"backward(){call} runs through its graph again after {earlier} freed it: nothing new is "
+                f"computed for this backward{said}.",
+                f"move the forward pass, from this line to the loss at {inner}, to where each backward() gets a "
+                "graph of its own (inside the loop); pass retain_graph=True to the first backward() only if "
+                "the same graph must be backpropagated twice.")
     if fact.detail.get("root"):
         return (f"backward(){call} runs through the graph of the value made on this line a second time: "
                 f"{earlier} already backpropagated through it and freed it{said}.",
                 "compute the value again before the second backward(), or pass retain_graph=True to the first "
                 "backward() if both must run through this graph.")
     node = fact.detail.get("node", "a node")
-    inner = fact.detail.get("inner")
     made = f"the value this line computes (at {inner})" if isinstance(inner, Site) else "the value made on this line"
     return (f"{made} is used again after {earlier} backpropagated through it and freed its "
             f"graph: it carries that freed graph ({node}) into the computation of backward(){call}, which "
@@ -200,6 +223,12 @@ def _deepcopy(fact: AutogradError, name: str, call: str, said: str) -> tuple[str
 
 
 def _graphless(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    if _under_inference_mode(fact) is not None:
+        what = f"`{name}`" if name != "backward()" else "its output"
+        return (f"this line runs under torch.inference_mode(), so backward(){call} inside it found {what} "
+                f"without grad_fn: inference mode records no graph, even inside torch.enable_grad(){said}.",
+                "run it under torch.no_grad() instead of torch.inference_mode() (enable_grad() can turn "
+                "recording back on there), or outside both if it needs gradients.")
     return (f"backward() was called on `{name}`, which does not require grad and has no grad_fn: nothing it was "
             f"computed from requires grad, and no cut the trace saw explains why{said}.",
             "compute it from tensors that require grad (the model's parameters, or leaves made with "

@@ -1,0 +1,33 @@
+"""What the statements on a line of compiled user code do, read from its code object (never its text): the
+lines of a function's ``return``s, and the lines that store a value as an attribute of an object."""
+from __future__ import annotations
+
+import dis
+import functools
+from types import CodeType
+
+_RETURNS = frozenset(("RETURN_VALUE", "RETURN_CONST"))
+_ATTRIBUTE_STORES = frozenset(("STORE_ATTR",))
+
+
+def return_lines(code: CodeType) -> list[int]:
+    """The lines of a function's ``return`` statements, in the order they appear."""
+    return list(_lines_of(code, _RETURNS))
+
+
+def stores_attribute(code: CodeType, line: int) -> bool:
+    """Whether ``line`` of ``code`` sets an attribute of an object (``self.state = ...``): a value it stores
+    there outlives the frame that made it."""
+    return line in _lines_of(code, _ATTRIBUTE_STORES)
+
+
+@functools.lru_cache(maxsize=256)
+def _lines_of(code: CodeType, opnames: frozenset[str]) -> tuple[int, ...]:
+    spans = list(code.co_lines())
+    lines: list[int] = []
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in opnames:
+            line = next((ln for start, end, ln in spans if start <= instruction.offset < end), None)
+            if line is not None and line not in lines:
+                lines.append(line)
+    return tuple(lines)

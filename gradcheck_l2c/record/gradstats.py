@@ -223,8 +223,9 @@ class GradStats:
                     norms = [float(n) for n in found]
         except Exception:  # an update that cannot be read here must never break the script
             return
+        self._fold()  # the weights' norms at the last backward
         for key, norm in zip(keys, norms):
-            series = self.series[key]
+            series = self._series[key]
             weight = series.weight_norms[-1]
             series.update_ratios.append(norm / weight if weight > 0 else (math.inf if norm > 0 else 0.0))
             series.steps.append(self.step_count)

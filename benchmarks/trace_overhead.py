@@ -4,8 +4,8 @@ three training workloads.
 Workloads: reference L2C rounds (CNN, conv-bound), an op-bound MLP (20 x [Linear, LayerNorm,
 GELU], width 64, batch 8), and one step of a realworld corpus program (a TransformerEncoder
 classifier). Each configuration runs interleaved in rounds and the median per-step time is used,
-so machine noise hits all of them alike. The last column is ``--grad-stats`` (gradient norms after each backward,
-the update of each optimizer step) over plain tracing.
+so machine noise hits all of them alike. The last columns are ``--nan`` and ``--grad-stats`` (gradient norms after
+each backward, the update of each optimizer step) over plain tracing.
 
     python benchmarks/trace_overhead.py [--rounds 5] [--steps 200]
 """
@@ -115,7 +115,7 @@ def main() -> None:
                  ("realworld transformer_encoder", realworld_workload(), args.steps // 4)]
     contexts = {"untraced": nullcontext, "traced": trace, "nan": nan_checked, "stats": grad_stats, "anomaly": anomaly}
     print(f"{'workload':34} {'untraced':>10} {'traced':>8} {'--nan':>8} {'stats':>8} {'anomaly':>8} "
-          f"{'stats/traced':>13}")
+          f"{'nan/traced':>11} {'stats/traced':>13}")
     for name, step, steps in workloads:
         times: dict[str, list[float]] = {label: [] for label in contexts}
         for _ in range(args.rounds):
@@ -124,7 +124,7 @@ def main() -> None:
         base = statistics.median(times["untraced"])
         ratios = [statistics.median(times[label]) / base for label in ("traced", "nan", "stats", "anomaly")]
         print(f"{name:34} {base * 1e3:8.2f}ms " + " ".join(f"{ratio:7.2f}x" for ratio in ratios)
-              + f" {ratios[2] / ratios[0]:12.2f}x")
+              + f" {ratios[1] / ratios[0]:10.2f}x {ratios[2] / ratios[0]:12.2f}x")
 
 
 if __name__ == "__main__":

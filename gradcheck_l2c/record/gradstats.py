@@ -1,10 +1,12 @@
 """`--grad-stats`: each watched parameter's gradient and weight norms at every backward, and the size of each
 optimizer step's update beside its weight, as facts.
 
-After each backward, one call takes the norms of every watched parameter's gradient and one those of the
-weights (``torch._foreach_norm``), read back together; weights with two or more dimensions also keep, per
-unit (row), whether any backward gave it a non-zero gradient (dead ReLU units never do), until all have. The loss, when the
-backward's root is one number, is kept beside them, to tell a vanishing gradient from a converged model.
+After each backward, one call takes the norms of every watched parameter's gradient and weight
+(``torch._foreach_norm``), kept as one tensor and read back only when the series are read (no sync per
+backward on a GPU); weights with two or more dimensions also keep, per unit (row), whether any backward gave it
+a non-zero gradient (dead ReLU units never do), until all have. The loss, when the backward's root is one
+number, is kept beside them (a copy, read back with the norms), to tell a vanishing gradient from a converged
+model.
 Around the optimizer steps measured (the first ten, then every tenth), the weights a step holds that have a
 series are copied (negated) before it and added after it (one call each), and the update's norm is divided by
 the weight's norm at the backward before it.
@@ -17,6 +19,7 @@ from typing import Any
 
 import torch
 
+from gradcheck_l2c.record.stacked import StackPlan, stack_plan, stacked_norms
 from gradcheck_l2c.record.torch_internals import (foreach_add_, foreach_neg, foreach_norm, functions_off,
                                                   set_grad_enabled)
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -50,16 +53,44 @@ class GradSeries:
 
 
 class GradStats:
-    """Keeps the gradient norms of the watched parameters, backward after backward."""
+    """Keeps the gradient norms of the watched parameters, backward after backward.
+
+    Each backward adds one row (the parameters' keys and one tensor of their norms) and reads nothing back:
+    the rows become each parameter's ``GradSeries`` in one conversion when the series are read (or before a
+    measured optimizer step needs the last weight norms)."""
 
     def __init__(self, registry: WatchRegistry) -> None:
         self.registry = registry
-        self.series: dict[int, GradSeries] = {}
-        self.losses: list[float] = []
         self.count = 0
         self.step_count = 0
+        self._series: dict[int, GradSeries] = {}
+        self._params: list[tuple[int, Any]] = []  # (key, weakref) of the watched parameters
+        self._looked = 0  # how many of the registry's watched tensors _params has looked at
+        self._keys: tuple[int, ...] = ()  # the keys of the last row (rows with the same keys share the tuple)
+        self._plan: StackPlan | None = None  # how the gradients and weights of those keys are stacked
+        self._rows: list[tuple[tuple[int, ...], Any, int]] = []  # keys, norms (gradients then weights), backward
+        self._losses: list[float] = []
+        self._new_losses: list[Tensor] = []  # losses of the backwards since the losses were last read
+        self._unreached: list[tuple[int, GradSeries]] = []  # (index in the row, series) with rows not yet reached
         # id(optimizer) -> (keys, weights, their copies) from just before its step
         self._before_step: dict[int, tuple[list[int], list[Tensor], list[Tensor]]] = {}
+
+    @property
+    def series(self) -> dict[int, GradSeries]:
+        """key -> the parameter's series, with every backward so far."""
+        self._fold()
+        return self._series
+
+    @property
+    def losses(self) -> list[float]:
+        """The loss of each backward whose root was one number."""
+        if self._new_losses:
+            try:
+                self._losses.extend(torch.stack(self._new_losses).tolist())
+            except RuntimeError:  # losses of several dtypes or devices
+                self._losses.extend(float(loss) for loss in self._new_losses)
+            self._new_losses = []
+        return self._losses
 
     def after_backward(self, args: tuple) -> None:
         """A backward ended: record its loss and every watched parameter's gradient norm."""
@@ -78,34 +109,82 @@ class GradStats:
     def _record(self, args: tuple) -> None:
         root = args[0] if args else None
         if isinstance(root, Tensor) and root.numel() == 1 and root.is_floating_point():
-            self.losses.append(float(root))
+            self._new_losses.append(root.reshape(()).clone())  # a copy: the script may change its loss later
+        watched = self.registry.all
+        if len(watched) != self._looked:
+            self._params = [(w.key, w.ref) for w in watched if w.is_parameter]
+            self._looked = len(watched)
         keys, grads, weights = [], [], []
-        for watched in self.registry.all:
-            tensor = watched.ref() if watched.is_parameter else None
+        for key, ref in self._params:
+            tensor = ref()
             gradient = getattr(tensor, "grad", None)
             if gradient is None or gradient.layout is not torch.strided or not gradient.is_floating_point():
                 continue
-            keys.append(watched.key)
+            keys.append(key)
             grads.append(gradient)
             weights.append(tensor)
         if not keys:
             return
-        found = [*foreach_norm(grads), *foreach_norm(weights)]
+        if tuple(keys) != self._keys:
+            self._new_keys(keys, grads)
+            self._plan = stack_plan(grads + weights)
+        norms = self._norms(grads + weights)
+        self._rows.append((self._keys, norms, self.count))
+        if self._unreached:
+            self._reach(grads)
+
+    def _norms(self, tensors: list[Tensor]) -> Any:
+        """The norms of ``tensors`` in order, as one tensor (a list of numbers if their dtypes or devices differ)."""
+        if self._plan is not None:
+            try:
+                return stacked_norms(tensors, self._plan)
+            except RuntimeError:  # the tensors changed dtype or device since the plan was made
+                self._plan = None
+        found = foreach_norm(tensors)
         try:
-            norms = torch.stack(found).tolist()
+            return torch.stack(found)
         except RuntimeError:  # norms of several dtypes or devices
-            norms = [float(n) for n in found]
+            return [float(n) for n in found]
+
+    def _new_keys(self, keys: list[int], grads: list[Tensor]) -> None:
+        self._keys = tuple(keys)
         for i, key in enumerate(keys):
-            series = self.series.get(key)
-            if series is None:
-                series = self.series[key] = GradSeries(key, units=grads[i].shape[0] if grads[i].dim() >= 2 else 0)
-            series.grad_norms.append(norms[i])
-            series.weight_norms.append(norms[len(keys) + i])
-            series.backwards.append(self.count)
-            if series.units and not series.all_reached:
-                moved = grads[i].flatten(1).abs().amax(1) > 0
-                series.reached = moved if series.reached is None else series.reached | moved
-                series.all_reached = bool(series.reached.all())
+            if key not in self._series:
+                units = grads[i].shape[0] if grads[i].dim() >= 2 else 0
+                self._series[key] = GradSeries(key, units=units)
+        self._unreached = [(i, self._series[key]) for i, key in enumerate(keys)
+                           if self._series[key].units and not self._series[key].all_reached]
+
+    def _reach(self, grads: list[Tensor]) -> None:
+        """Weights with two or more dimensions: the rows that got a non-zero gradient, until all have."""
+        for i, series in self._unreached:
+            moved = grads[i].flatten(1).abs().amax(1) > 0
+            series.reached = moved if series.reached is None else series.reached | moved
+            series.all_reached = bool(series.reached.all())
+        self._unreached = [(i, series) for i, series in self._unreached if not series.all_reached]
+
+    def _fold(self) -> None:
+        """The rows not yet read into the series: rows of the same keys in one conversion."""
+        rows, self._rows = self._rows, []
+        start = 0
+        while start < len(rows):
+            keys = rows[start][0]
+            end = start + 1
+            while end < len(rows) and rows[end][0] is keys:
+                end += 1
+            group = rows[start:end]
+            try:
+                columns = torch.stack([norms for _, norms, _ in group]).t().tolist()
+            except (RuntimeError, TypeError):  # norms of several dtypes or devices, kept as numbers
+                table = [norms if isinstance(norms, list) else norms.tolist() for _, norms, _ in group]
+                columns = [list(column) for column in zip(*table)]
+            backwards = [count for _, _, count in group]
+            for i, key in enumerate(keys):
+                series = self._series[key]
+                series.grad_norms.extend(columns[i])
+                series.weight_norms.extend(columns[len(keys) + i])
+                series.backwards.extend(backwards)
+            start = end
 
     def before_step(self, optimizer: Any) -> None:
         """An optimizer is about to step: on the steps measured, copy the weights it holds that have a series."""
@@ -117,7 +196,7 @@ class GradStats:
         for group in optimizer.param_groups:
             for tensor in group["params"]:
                 key = self.registry.key_of(tensor)
-                if key is not None and key in self.series and tensor.layout is torch.strided \
+                if key is not None and key in self._series and tensor.layout is torch.strided \
                         and tensor.is_floating_point():
                     keys.append(key)
                     weights.append(tensor)
@@ -144,8 +223,9 @@ class GradStats:
                     norms = [float(n) for n in found]
         except Exception:  # an update that cannot be read here must never break the script
             return
+        self._fold()  # the weights' norms at the last backward
         for key, norm in zip(keys, norms):
-            series = self.series[key]
+            series = self._series[key]
             weight = series.weight_norms[-1]
             series.update_ratios.append(norm / weight if weight > 0 else (math.inf if norm > 0 else 0.0))
             series.steps.append(self.step_count)

@@ -6,8 +6,9 @@ looked at closely: an output that is not finite while all its inputs are was *bo
 with the element, the inputs' values there, the user line and the iteration). Backward births are caught by
 hooks on the autograd nodes of the ops whose derivative is singular somewhere in their domain (log at 0,
 sqrt at 0, norm of a zero vector, ...): a node whose incoming gradient is finite but whose outgoing one is
-not made it. A gradient that reaches a watched leaf non-finite without either is recorded too. Checks stop
-at the first NaN: what follows is its consequence.
+not made it. A gradient that reaches a watched leaf non-finite without either is recorded too (after each
+backward all gradients' norms are taken in a few calls and read once, `stacked.py`). Checks stop at the first
+NaN: what follows is its consequence.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import torch
 from gradcheck_l2c.record.args import flat, op_label
 from gradcheck_l2c.record.locations import Site, user_site
 from gradcheck_l2c.record.scope import Clock
+from gradcheck_l2c.record.stacked import StackPlan, stack_plan, stacked_norms
 from gradcheck_l2c.record.torch_internals import set_grad_enabled as _set_grad_enabled
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -118,6 +120,17 @@ def _largest(tensors: list[Tensor]) -> float | None:
     return max(sizes) if sizes else None
 
 
+def _watched_gradients(registry: WatchRegistry) -> list[tuple[Any, Tensor]]:
+    """Each watched tensor (``Watched``) with a gradient that can be checked, with that gradient."""
+    found = []
+    for entry in registry.all:
+        tensor = entry.ref()
+        gradient = getattr(tensor, "grad", None) if tensor is not None else None
+        if gradient is not None and _checkable(gradient):
+            found.append((entry, gradient))
+    return found
+
+
 def _kind(value: float) -> str:
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
@@ -130,7 +143,9 @@ class NanWatch:
         self.registry = registry
         self.births: list[NonFinite] = []
         self.stopped = False  # the first NaN was recorded: nothing after it is news
-        self._names: dict[Any, str] = {}  # op -> its name, looked up once
+        self._checked: dict[Any, str] = {}  # op -> its name, or "" for an op whose results are not checked
+        self._plan_keys: tuple[int, ...] = ()  # the watched tensors whose gradients _plan stacks
+        self._plan: StackPlan | None = None
 
     # ---- forward ---------------------------------------------------------------------------------
 
@@ -145,23 +160,24 @@ class NanWatch:
         """Check an op's result; called by the interceptor after every op while --nan is on."""
         if self.stopped:
             return
-        name = self._names.get(func)
-        if name is None:
-            name = self._names[func] = op_label(func)
-        if name in PASSING:
+        name = self._checked.get(func)
+        if name is None:  # first call of this op: its name, or "" for ops that never make a non-finite value
+            label = op_label(func)
+            name = self._checked[func] = "" if label in PASSING else label
+        if not name:
             return
         if type(out) is Tensor:
-            outs: tuple = (out,)
+            outs: tuple | list = (out,)
         elif isinstance(out, (tuple, list)) and out and type(out[0]) is Tensor:
-            outs = tuple(out)
+            outs = out
         else:
             return
         grad = _is_grad_enabled()
         if grad:
             _set_grad_enabled(False)
         try:
-            for value in outs:
-                if _checkable(value) and not _finite(value):
+            for value in outs:  # one reduction each; the exact look only where its sum is not finite
+                if _checkable(value) and not math.isfinite(value.sum().item()) and not _finite(value):
                     self._examine(name, args, kwargs, value)
                     if self.stopped:
                         break
@@ -259,21 +275,35 @@ class NanWatch:
                 _set_grad_enabled(True)
 
     def _check_leaves(self) -> None:
-        for watched in self.registry.all:
-            tensor = watched.ref()
-            gradient = getattr(tensor, "grad", None) if tensor is not None else None
-            if not _checkable(gradient) or _finite(gradient):
-                continue
-            index = tuple(torch.nonzero(~torch.isfinite(gradient))[0].tolist())
-            value = "nan" if bool(torch.isnan(gradient).any()) else _kind(float(gradient[index]))
-            if self.births:
-                if value == "nan":
-                    self._turned_nan(user_site(1))
-                return
-            self._born(NonFinite("gradient", "backward", user_site(1), value, index, (), None,
-                                 str(gradient.dtype).replace("torch.", ""), self.iteration,
-                                 tensor=watched.name or f"tensor {tuple(watched.shape)}"))
+        """The norms of all gradients in a few calls and one read: finite unless a gradient is not (or a norm
+        overflowed); only then is each gradient looked at, in the order the tensors were watched."""
+        found = _watched_gradients(self.registry)
+        if not found:
             return
+        keys, gradients = tuple(entry.key for entry, _ in found), [gradient for _, gradient in found]
+        try:
+            if keys != self._plan_keys:
+                self._plan_keys, self._plan = keys, stack_plan(gradients)
+            if math.isfinite(stacked_norms(gradients, self._plan).sum().item()):
+                return
+        except RuntimeError:  # gradients that changed dtype or device since the plan: each looked at below
+            self._plan_keys = ()
+        for entry, gradient in found:
+            if not _finite(gradient):
+                self._leaf_gradient(entry, gradient)
+                return
+
+    def _leaf_gradient(self, watched: Any, gradient: Tensor) -> None:
+        """A watched tensor's gradient is not finite: born in a backward no hook covers, or an Inf turned NaN."""
+        index = tuple(torch.nonzero(~torch.isfinite(gradient))[0].tolist())
+        value = "nan" if bool(torch.isnan(gradient).any()) else _kind(float(gradient[index]))
+        if self.births:
+            if value == "nan":
+                self._turned_nan(user_site(2))
+            return
+        self._born(NonFinite("gradient", "backward", user_site(2), value, index, (), None,
+                             str(gradient.dtype).replace("torch.", ""), self.iteration,
+                             tensor=watched.name or f"tensor {tuple(watched.shape)}"))
 
     # ---- keeping -----------------------------------------------------------------------------------
 

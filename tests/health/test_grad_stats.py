@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
+from torch import nn
 
+from gradcheck_l2c import trace
 from gradcheck_l2c.cli import main
 from tests.conftest import Snippet
 
@@ -139,3 +142,20 @@ def test_cli_writes_the_numbers_into_the_json_and_draws_the_plot(tmp_path, capsy
     plots = index.split("<h2>Gradient health</h2>")[1]
     assert plots.count("<svg ") == 2 and plots.count("<title>Sequential.0.weight</title>") == 2
     assert '<b class="flagged">dead_units</b>' in plots
+
+
+def test_each_norm_is_its_own_gradient_s_and_weight_s_whatever_the_shapes():
+    """Small tensors of one shape are reduced together, large and empty ones alone: every recorded pair is
+    still the norm of one parameter's gradient and of that parameter."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 300), nn.Linear(300, 300),
+                          nn.LayerNorm(300), nn.Linear(300, 1))
+    model.scale = nn.Parameter(torch.tensor(2.0))  # a 0-d parameter
+    with trace(grad_stats=True) as t:
+        for batch in range(2):
+            (model(torch.randn(5, 4) + batch).sum() * model.scale).backward()
+    params = list(model.parameters())
+    recorded = sorted((layer.grad_norms[-1], layer.weight_norms[-1]) for layer in t.grad_stats)
+    expected = sorted((p.grad.norm().item(), p.detach().norm().item()) for p in params)
+    assert len(recorded) == len(params) and len(t.grad_stats[0].grad_norms) == 2
+    assert [n for pair in recorded for n in pair] == pytest.approx([n for pair in expected for n in pair], rel=1e-6)

@@ -1,20 +1,30 @@
 """Traced / untraced time, side by side with ``--nan`` (trace(nan=True)), ``--grad-stats`` and anomaly mode, on
-three training workloads.
+training workloads in this process; then whole programs, untraced and traced, with their peak memory.
 
-Workloads: reference L2C rounds (CNN, conv-bound), an op-bound MLP (20 x [Linear, LayerNorm,
-GELU], width 64, batch 8), and one step of a realworld corpus program (a TransformerEncoder
+Workloads in this process: reference L2C rounds (CNN, conv-bound), an op-bound MLP (20 x [Linear, LayerNorm,
+GELU], width 64, batch 8) logging ``loss.item()`` after each backward, the same MLP with no cut at all and
+logging before each backward, and one step of a realworld corpus program (a TransformerEncoder
 classifier). Each configuration runs interleaved in rounds and the median per-step time is used,
 so machine noise hits all of them alike. The last columns are ``--nan`` and ``--grad-stats`` (gradient norms after
 each backward, the update of each optimizer step) over plain tracing.
 
-    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200]
+Whole programs (each in a new process, ``python prog.py`` beside ``python -m gradcheck_l2c trace prog.py``,
+interleaved, median wall time, peak RSS from ``wait4``): `fresh_leaves.py` (a fresh ``requires_grad=True`` leaf
+at every step, with the seconds per 1,000 steps at its start and end) and every ``tests/realworld`` program.
+
+    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200] [--process-rounds 1] [--fresh-steps 30000]
+                                        [--realworld GLOB] [--skip-processes]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import time
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -23,8 +33,12 @@ from torch import nn
 from gradcheck_l2c import trace
 
 
-def mlp_workload() -> Callable[[], None]:
-    """One optimizer step of the op-bound MLP, logging the loss with .item() as scripts do."""
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def mlp_workload(log: str = "after") -> Callable[[], None]:
+    """One optimizer step of the op-bound MLP, logging the loss with .item() as scripts do: ``after`` the
+    backward, ``before`` it (a cut of values whose gradient is still to come), or ``none`` (no cut at all)."""
     torch.manual_seed(0)
     layers = [layer for _ in range(20) for layer in (nn.Linear(64, 64), nn.LayerNorm(64), nn.GELU())]
     model = nn.Sequential(*layers, nn.Linear(64, 10))
@@ -35,9 +49,12 @@ def mlp_workload() -> Callable[[], None]:
     def step() -> None:
         optimizer.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
+        if log == "before":
+            losses.append(loss.item())
         loss.backward()
         optimizer.step()
-        losses.append(loss.item())
+        if log == "after":
+            losses.append(loss.item())
 
     return step
 
@@ -103,14 +120,72 @@ def anomaly():
     return torch.autograd.set_detect_anomaly(True)
 
 
+#: Runs a program from a bare Python and prints its peak RSS last (a child forked from this process, which holds
+#: torch, would count this process's memory as its own).
+LAUNCHER = ("import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:]); _, _, usage = os.wait4(child.pid, 0); "
+            "child.returncode = 0; sys.stdout.flush(); print(usage.ru_maxrss)")
+
+
+def run_process(argv: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Run one program to its end: wall seconds, peak RSS in MB, its stdout."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env.pop("REALWORLD_STATE", None)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, check=True)
+    seconds = time.perf_counter() - start
+    *out, peak = done.stdout.splitlines()
+    return seconds, int(peak) / 1024, "\n".join(out)
+
+
+def process_workloads(fresh_steps: int, pattern: str) -> list[tuple[str, Path, list[str]]]:
+    """(name, folder to run in, the program and its arguments) for the whole-program measurements."""
+    programs = ROOT / "tests" / "realworld" / "programs"
+    return [(f"fresh leaves, {fresh_steps:,} steps", ROOT, [str(ROOT / "benchmarks" / "fresh_leaves.py"), str(fresh_steps)]),
+            *((f"realworld {path.stem}", programs, [path.name]) for path in sorted(programs.glob(f"{pattern}.py")))]
+
+
+def per_thousand(out: str) -> str:
+    """``fresh_leaves.py``'s seconds per 1,000 steps at its start and at its end (median of three blocks)."""
+    blocks = [float(t) for t in out.split()]
+    return f"{statistics.median(blocks[:3]) * 1e3:.0f} -> {statistics.median(blocks[-3:]) * 1e3:.0f} ms/1k"
+
+
+def measure_processes(rounds: int, fresh_steps: int, pattern: str) -> None:
+    print(f"\n{'program (whole process)':40} {'untraced':>9} {'traced':>9} {'ratio':>6} {'RSS untraced':>13} "
+          f"{'RSS traced':>11}  per 1k steps, start -> end (untraced | traced)")
+    ratios = []
+    for name, cwd, program in process_workloads(fresh_steps, pattern):
+        runs: dict[str, list[tuple[float, float, str]]] = {"untraced": [], "traced": []}
+        for _ in range(rounds):
+            runs["untraced"].append(run_process([sys.executable, *program], cwd))
+            runs["traced"].append(run_process([sys.executable, "-m", "gradcheck_l2c", "trace", *program], cwd))
+        plain, traced = (statistics.median(t for t, _, _ in runs[k]) for k in ("untraced", "traced"))
+        rss = [max(r for _, r, _ in runs[k]) for k in ("untraced", "traced")]
+        blocks = ""
+        if program[0].endswith("fresh_leaves.py"):
+            blocks = f"  {per_thousand(runs['untraced'][-1][2])} | {per_thousand(runs['traced'][-1][2])}"
+        else:
+            ratios.append(traced / plain)
+        print(f"{name:40} {plain:8.2f}s {traced:8.2f}s {traced / plain:5.2f}x {rss[0]:10.0f} MB {rss[1]:8.0f} MB{blocks}")
+    if ratios:
+        print(f"{'realworld programs, median ratio':40} {'':9} {'':9} {statistics.median(ratios):5.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200, help="MLP steps per measurement")
     parser.add_argument("--l2c-steps", type=int, default=2, help="L2C runs per measurement")
+    parser.add_argument("--process-rounds", type=int, default=1, help="runs of each whole program, untraced and traced")
+    parser.add_argument("--fresh-steps", type=int, default=30_000, help="steps of fresh_leaves.py")
+    parser.add_argument("--realworld", default="*", help="which tests/realworld programs (a glob of their names)")
+    parser.add_argument("--skip-processes", action="store_true", help="only the workloads in this process")
     args = parser.parse_args()
     torch.set_num_threads(1)
     workloads = [("MLP 20x[Linear,LayerNorm,GELU]", mlp_workload(), args.steps),
+                 ("MLP, no cut (no .item())", mlp_workload("none"), args.steps),
+                 ("MLP, loss.item() before backward", mlp_workload("before"), args.steps),
                  ("reference L2C (CNN)", l2c_workload(), args.l2c_steps),
                  ("realworld transformer_encoder", realworld_workload(), args.steps // 4)]
     contexts = {"untraced": nullcontext, "traced": trace, "nan": nan_checked, "stats": grad_stats, "anomaly": anomaly}
@@ -125,6 +200,8 @@ def main() -> None:
         ratios = [statistics.median(times[label]) / base for label in ("traced", "nan", "stats", "anomaly")]
         print(f"{name:34} {base * 1e3:8.2f}ms " + " ".join(f"{ratio:7.2f}x" for ratio in ratios)
               + f" {ratios[1] / ratios[0]:10.2f}x {ratios[2] / ratios[0]:12.2f}x")
+    if not args.skip_processes:
+        measure_processes(args.process_rounds, args.fresh_steps, args.realworld)
 
 
 if __name__ == "__main__":

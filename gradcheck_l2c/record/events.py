@@ -54,6 +54,7 @@ class EventLog:
 
     def __init__(self) -> None:
         self._events: dict[tuple, Event] = {}
+        self._sourced: dict[int, list[Event]] = {}  # watched key -> its events that hold an autograd node
 
     def record(self, kind: str, key: int, site: Site | None, detail: str, source: Any = None,
                **extra: Any) -> Event:
@@ -64,13 +65,33 @@ class EventLog:
         if event is None:
             event = Event(kind, key, site, detail, len(self._events), source=source, extra=EventExtra(**extra))
             self._events[index] = event
+            if source is not None:
+                self._sourced.setdefault(key, []).append(event)
         else:
             event.count += 1
             if source is not None and event.source is None:
                 event.source = source
+                self._sourced.setdefault(key, []).append(event)
             for name, value in extra.items():
                 event.extra.setdefault(name, value)  # type: ignore[misc]
         return event
+
+    def holds_sources(self, key: int) -> bool:
+        """Whether events of watched tensor ``key`` still hold the autograd nodes their values had."""
+        return key in self._sourced
+
+    def release_sources(self, key: int) -> None:
+        """Let go of the autograd nodes (and the graphs behind them) that ``key``'s events hold, once no graph
+        drawn of a missed gradient can show them (`BackwardLog.settled`). Zero-derivative cuts keep theirs:
+        only they can still be counted again on a settled tensor, with its first node."""
+        kept = []
+        for event in self._sourced.pop(key, ()):
+            if event.kind == "non_differentiable":
+                kept.append(event)
+            else:
+                event.source = None
+        if kept:
+            self._sourced[key] = kept
 
     def has(self, kind: str, key: int, site: Site | None, detail: str) -> bool:
         """Whether this event was recorded already (a fact costly to gather is gathered once)."""

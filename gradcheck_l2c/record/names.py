@@ -18,7 +18,8 @@ from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
 
 def resolve_names(registry: WatchRegistry) -> None:
-    """Give every watched tensor its display name and the aliases patterns may match."""
+    """Give every watched tensor its display name and the aliases patterns may match (only those whose name
+    can still change: the work stays flat over a run that watches a fresh tensor at every step)."""
     live = [_unwrapped(module, variable) for module, variable in registry.live_modules()]
     inner: set[int] = set()
     for module, _ in live:
@@ -40,15 +41,15 @@ def resolve_names(registry: WatchRegistry) -> None:
     for module, _ in live:
         if id(module) not in inner:
             _note_structure(registry, module)
-    for watched in registry.all:
+    for watched in registry.unsettled():
         tensor = watched.ref()
         names = qualified.get(id(tensor), []) if tensor is not None else []
         if names:
             watched.name = names[0]
         elif not watched.name or watched.aliases == (watched.name,):
-            watched.name = _fallback_name(watched)
+            watched.name = registry.shared(_fallback_name(watched))
         variable = [watched.variable] if watched.variable else []
-        watched.aliases = tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable]))
+        watched.aliases = registry.shared(tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable])))
 
 def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
     """Remember, for each watched parameter of ``root``'s tree, the parameters of its module's tree (one

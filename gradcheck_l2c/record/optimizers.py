@@ -98,6 +98,7 @@ class OptimizerLog:
             record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
                                      weakref.ref(optimizer))
             self.records.append(record)
+            self.live.pop(id(optimizer), None)  # live in the order they were made, as `records`
             self.live[id(optimizer)] = record
         now = (len(self.registry.all), len(optimizer.param_groups))
         if record.marked != now:  # something new to mark since the last time

@@ -23,19 +23,25 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     """The line that built the ``params`` argument of the ``optimizer_class(...)`` call running in ``frame``,
     if it is another line than the call's."""
     filename, line = frame.f_code.co_filename, frame.f_lineno
-    tree = source_tree(filename)
-    if tree is None:
-        return None
-    call = _optimizer_call(tree, line, optimizer_class)
-    if call is None:
-        return None
-    params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+    params, assigned = _params_argument(filename, line, optimizer_class)
     if isinstance(params, ast.Name):
-        assigned = _last_assignment(tree, params.id, call.lineno)
         return Site(filename, assigned) if assigned is not None else None
     if isinstance(params, ast.Call):
         return _returned_at(_resolve(params.func, frame))
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _params_argument(filename: str, line: int, optimizer_class: str) -> tuple[ast.expr | None, int | None]:
+    """The ``params`` argument of the ``optimizer_class(...)`` call on this line and, when it is a name, the
+    line that last assigned it: found once per line (a loop may build an optimizer at every step)."""
+    tree = source_tree(filename)
+    call = _optimizer_call(tree, line, optimizer_class) if tree is not None else None
+    if call is None:
+        return None, None
+    params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+    assigned = _last_assignment(tree, params.id, call.lineno) if isinstance(params, ast.Name) else None
+    return params, assigned
 
 
 def step_call_guard(code: Any, names: set[str]) -> tuple[Site | None, Site | None]:

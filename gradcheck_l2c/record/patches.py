@@ -218,7 +218,7 @@ class Patches:
             if not state.scope.in_trace_thread():
                 return
             self._quiet_steps(type(optimizer))
-            others = [other for other in state.optimizers.records if other.optimizer() is not None]
+            others = [other for other in state.optimizers.live.values() if other.optimizer() is not None]
             state.clock.optimizers += 1
             record = state.optimizers.record_for(optimizer, user_site(1))
             record.created, record.ordinal = state.clock.steps, state.clock.optimizers

@@ -93,6 +93,7 @@ class TaintStore:
         self.by_id: dict[int, tuple[weakref.ref, Taint]] = {}  # tainted tensors and arrays, by id
         self.numbers: dict[int, weakref.ref] = {}  # live TaintedFloats
         self.settled: set[int] = set()  # keys whose gradient arrived where it was meant to: chains about them stop
+        self.on_settle: list[Any] = []  # called with each key once it settles, after the sweep below
         self._epoch = 0
         self._merges: dict[tuple[int, int], tuple[Taint, Taint, Taint]] = {}
         self._extensions: dict[tuple[int, int], tuple[Taint, Event, Taint]] = {}
@@ -115,6 +116,8 @@ class TaintStore:
                 number = ref()
                 if number is None or not self.live(number.taint):
                     del self.numbers[ident]
+            for call in self.on_settle:
+                call(key)
 
     def live(self, taint: Taint) -> bool:
         """Whether the taint still names a watched tensor that has not yet got a gradient."""
@@ -123,6 +126,12 @@ class TaintStore:
             taint.alive = any(key not in settled for key in taint.chains)
             taint.epoch = self._epoch
         return taint.alive
+
+    def mentions(self, key: int) -> bool:
+        """Whether a live tensor, array or number carries a chain about watched tensor ``key``."""
+        numbers = (ref() for ref in list(self.numbers.values()))
+        return any(key in taint.chains for _, taint in list(self.by_id.values())) \
+            or any(number is not None and key in number.taint.chains for number in numbers)
 
     def get(self, obj: Any) -> Taint | None:
         if type(obj) is TaintedFloat:

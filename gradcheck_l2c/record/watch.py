@@ -8,7 +8,7 @@ from __future__ import annotations
 import fnmatch
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import torch
 from torch import nn
@@ -28,9 +28,9 @@ class Owner(NamedTuple):
     holder: int = 0  # the id of the module that directly holds it (``module`` itself, or a submodule)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Watched:
-    """What the tracer knows about one watched tensor."""
+    """What the tracer knows about one watched tensor (slots: a run may watch a fresh tensor at every step)."""
 
     key: int
     ref: weakref.ref
@@ -55,7 +55,7 @@ class Watched:
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     born: int = 0  # backward calls seen before it was watched
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
-    placed: list[tuple[int, Site]] = field(default_factory=list)  # `WatchRegistry.placements`, at the end
+    placed: Sequence[tuple[int, Site]] = ()  # `WatchRegistry.placements`, at the end
     filled: bool = False  # values were copied into it without grad (load_state_dict, copy_)
     rebound: bool = False  # that line assigns a plain name (`model = Net()` again), not an attribute
     built_at: Site | None = None  # made after an optimizer: the line outside module constructors that asked
@@ -134,8 +134,10 @@ class WatchRegistry:
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or Clock()
         self.arrived: list[int] = []  # keys whose gradient arrived during the backward running now
-        self.by_id: dict[int, Watched] = {}
+        self.by_id: dict[int, Watched] = {}  # the live ones
         self.all: list[Watched] = []
+        self.died: list[int] = []  # keys whose tensor died since names were last resolved (`unsettled`)
+        self._shared: dict[Any, Any] = {}  # `shared`
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
         # Parameters made during the trace: their line, how many optimizers had been built then, and (once
         # one was) the line outside module constructors that asked for it (`locations.built_at`)
@@ -172,7 +174,7 @@ class WatchRegistry:
         by_id = self.by_id
         ident = id(tensor)
 
-        user_leaves = self.user_leaves
+        user_leaves, died, everything = self.user_leaves, self.died, self.all
 
         def forget(_: Any, ident: int = ident, key: int = key) -> None:
             current = by_id.get(ident)
@@ -180,12 +182,14 @@ class WatchRegistry:
                 del by_id[ident]
             if user_leaves.get(ident) == key:
                 del user_leaves[ident]
+            everything[key].hook = None  # its hooks died with it: nothing left to remove
+            died.append(key)
 
         watched = Watched(
             key=key,
             ref=weakref.ref(tensor, forget),
-            shape=tuple(tensor.shape),
-            site=site,
+            shape=self.shared(tuple(tensor.shape)),
+            site=site if site is None else self.shared(site, (site.file, site.line, site.column)),
             is_parameter=isinstance(tensor, nn.Parameter),
             explicit=explicit,
             owner=owner_of(*owner) if owner else None,
@@ -193,6 +197,16 @@ class WatchRegistry:
         self.all.append(watched)
         by_id[ident] = watched
         return watched
+
+    def shared(self, value: Any, key: Any = None) -> Any:
+        """One object for equal values (shapes, lines, names) that many watched tensors record alike."""
+        return self._shared.setdefault(value if key is None else key, value)
+
+    def unsettled(self) -> list[Watched]:
+        """The watched tensors whose names can still change: the live ones, and those that died since the
+        last call (a dead tensor's owner and variable no longer change, so one more naming settles it)."""
+        died, self.died[:] = list(self.died), []
+        return [*self.by_id.values(), *(self.all[key] for key in died)]
 
     def placements(self, watched: Watched) -> list[tuple[int, Site]]:
         """The module holding the tensor and its ancestors that user code set as attributes during the trace

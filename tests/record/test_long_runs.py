@@ -1,0 +1,36 @@
+"""A loop that makes a fresh ``requires_grad=True`` leaf at every step stays cheap to trace: what the trace
+keeps of each step's leaf lets its graph and values go, and the tensors are still judged and named."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import torch
+
+from gradcheck_l2c import trace
+
+
+def train(steps: int, freed: list[weakref.ref]) -> list[float]:
+    weight, logged = torch.randn(4, 4), []
+    for _ in range(steps):
+        x = torch.randn(4, requires_grad=True)
+        loss = torch.tanh(weight @ x).pow(2).sum()
+        logged.append(loss.item())  # a cut of values whose gradient is still to come
+        loss.backward()
+        freed.append(weakref.ref(x))
+    return logged
+
+
+def test_fresh_leaves_logged_before_backward_are_freed_and_still_judged() -> None:
+    freed: list[weakref.ref] = []
+    with trace() as traced:
+        logged = train(40, freed)
+        gc.collect()
+        alive = [step for step, ref in enumerate(freed) if ref() is not None]
+    assert alive == []  # no step's leaf (nor its graph) outlives the step, although its logged loss lives
+    assert len(logged) == 40
+    watched = traced.watched
+    assert len(watched) == 40 and all(w.got_grad for w in watched)
+    assert {w.name for w in watched} == {"x", f"test_long_runs.py:{train.__code__.co_firstlineno + 3}"}  # the
+    # leaves the first backwards saw by their variable, the others by the line that made them
+    assert traced.findings == []

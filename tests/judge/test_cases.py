@@ -176,24 +176,14 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: optimizer w :37",
     "b10_dgl_edge_weight_parameter_in_edata":
         "first pass: optimizer w :42",
-    "b10_pinn_moving_boundary_requires_grad_non_leaf":
-        "first pass: nothing",
     "b10_deblurgan_wgan_gp_critic_fake_not_detached":
         "first pass: autograd_error e :48; no_update w :39",
-    "b10_qat_calibration_in_inference_mode":
-        "first pass: autograd_error e :21",
     "b10_argmax_predictions_given_to_loss":
         "first pass: non_differentiable e :23",
-    "b10_row_update_of_saved_matmul_input":
-        "first pass: autograd_error e :32",
     "b10_monodepth2_backprop_validation_under_no_grad":
         "first pass: autograd_error e :43",
     "b10_derivative_model_validation_grad_disabled":
         "first pass: no_grad e :51; non_differentiable w :17",
-    "b10_deepfool_requires_grad_on_updated_image":
-        "first pass: nothing",
-    "b10_melu_local_update_load_state_dict":
-        "first pass: autograd_error e :70; cut_term w :50; no_update w :37",
     "b10_slot_attention_init_registered_as_buffers":
         "first pass: nothing",
 }

@@ -187,24 +187,17 @@ class ErrorRecorder:
                      if site in stored or stores_attribute(code, site.line)), None)
 
     def _carried_over(self, tensor: Tensor, call: Site | None) -> Site | None:
-        """A value refused ``requires_grad`` because it is computed from a leaf that this same line made one
-        earlier (an update loop that turns on the gradient of its iterate each pass): the value was carried
-        from the last pass with its history, so the line that computed it from that leaf is the one to change
-        (detach it there). None when no such leaf is on its graph."""
-        if call is None or tensor.grad_fn is None:
+        """A value refused ``requires_grad`` because it is computed from a leaf this same line made one on an
+        earlier pass (a loop's iterate carried with its history): the line that computed the value, the one to
+        change (detach it there). None when no such leaf is on its graph."""
+        nodes = list(graph.iter_nodes([tensor.grad_fn], graph.SAFE_WALK)) if call is not None else []
+        leaves = (self.registry.get(node.variable) for node in nodes if hasattr(node, "variable"))
+        if not any(w is not None and w.site is not None and (w.site.file, w.site.line) == (call.file, call.line)
+                   for w in leaves):
             return None
-        made, carried = None, False
-        for node in graph.iter_nodes([tensor.grad_fn], graph.SAFE_WALK):
-            leaf = getattr(node, "variable", None)
-            watched = self.registry.get(leaf) if leaf is not None else None
-            if watched is not None and watched.site is not None \
-                    and (watched.site.file, watched.site.line) == (call.file, call.line):
-                carried = True
-            if made is None:
-                site = self.origins.site_of(node)
-                remembered = node.metadata.get("gradcheck_site") if site is None else None
-                made = site or (Site(remembered[0], remembered[1]) if remembered else None)
-        return made if carried else None
+        sites = (self.origins.site_of(node) or node.metadata.get("gradcheck_site") for node in nodes)
+        made = next((site for site in sites if site), None)
+        return made if made is None or isinstance(made, Site) else Site(made[0], made[1])
 
     def _freed(self, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
         """The first node (nearest the roots) of a graph an earlier backward freed, and the line that made

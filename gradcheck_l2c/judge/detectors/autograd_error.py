@@ -42,7 +42,8 @@ def note(fact: AutogradError) -> str | None:
 
 
 def place(fact: AutogradError) -> Site | None:
-    """The line to change: the recorded cause; for a backward refused inside ``torch.inference_mode()``, the
+    """The line to change: a caller's ``with torch.inference_mode():`` around the making of an inference tensor
+    saved for backward; else the recorded cause; for a backward refused inside ``torch.inference_mode()``, the
     innermost running line under the ``inference_mode`` that turned recording off; else PyTorch's call."""
     return _inference_block(fact) or fact.cause or _under_inference_mode(fact) or fact.call
 

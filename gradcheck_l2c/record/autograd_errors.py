@@ -50,11 +50,13 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("numpy_requires_grad", ("Can't call numpy() on Tensor that requires grad",)),
     ("hook_no_grad", ("cannot register a hook on a tensor that doesn't require gradient",)),
     ("graphless", ("does not require grad and does not have a grad_fn",)),
+    ("requires_grad_non_leaf", ("you can only change requires_grad flags of leaf variables",)),
     ("gradient_shape", ("Mismatch in shape: grad_output",)),
     ("ddp", UNUSED_ERRORS),
 )
 #: The categories an op raises in forward (the others come from a backward or autograd.grad).
-IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad", "hook_no_grad"})
+IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad", "hook_no_grad",
+                        "requires_grad_non_leaf"})
 _FUNCTION = re.compile(r"[Ff]unction (\w+) returned")
 _COUNTS = re.compile(r"expected (\d+), got (\d+)")
 _FREED = "already been freed"
@@ -144,8 +146,14 @@ class ErrorRecorder:
                 detail: dict[str, Any] = {}
             elif category == "inference_saved":
                 target = next((t for t in tensors if t.is_inference()), None)
-                cause = self.origins.inference_site(target) if target is not None else None
-                subject, detail = None, {"op": label}
+                made = self.origins.inference_sites(target) if target is not None else ()
+                cause = made[0] if made else None
+                subject, detail = None, {"op": label, "made": made}
+            elif category == "requires_grad_non_leaf":
+                target = args[0] if args and isinstance(args[0], Tensor) else None
+                carried = self._carried_over(target, call) if target is not None else None
+                cause, subject = carried or call, None
+                detail = {"op": label, "carried": carried is not None}
             else:
                 target = args[0] if args and isinstance(args[0], Tensor) else None
                 cause, subject = call, None
@@ -177,6 +185,19 @@ class ErrorRecorder:
         stored = _stored_sites(self.registry)
         return next((site for _, code, site in stack or ()
                      if site in stored or stores_attribute(code, site.line)), None)
+
+    def _carried_over(self, tensor: Tensor, call: Site | None) -> Site | None:
+        """A value refused ``requires_grad`` because it is computed from a leaf this same line made one on an
+        earlier pass (a loop's iterate carried with its history): the line that computed the value, the one to
+        change (detach it there). None when no such leaf is on its graph."""
+        nodes = list(graph.iter_nodes([tensor.grad_fn], graph.SAFE_WALK)) if call is not None else []
+        leaves = (self.registry.get(node.variable) for node in nodes if hasattr(node, "variable"))
+        if not any(w is not None and w.site is not None and (w.site.file, w.site.line) == (call.file, call.line)
+                   for w in leaves):
+            return None
+        sites = (self.origins.site_of(node) or node.metadata.get("gradcheck_site") for node in nodes)
+        made = next((site for site in sites if site), None)
+        return made if made is None or isinstance(made, Site) else Site(made[0], made[1])
 
     def _freed(self, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
         """The first node (nearest the roots) of a graph an earlier backward freed, and the line that made

@@ -9,19 +9,19 @@ import torch
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.backwards import BackwardLog
-from gradcheck_l2c.record.cuts import CutRecorder
+from gradcheck_l2c.record.cuts import REENTRIES, CutRecorder
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import Site, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.optimizers import OptimizerLog, OptimizerRecord
-from gradcheck_l2c.record.taint import TaintStore
+from gradcheck_l2c.record.taint import Taint, TaintStore
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, version
 from gradcheck_l2c.record.watch import WatchRegistry
 from gradcheck_l2c.record.writes import WriteLog
 
 KIND = "inplace_saved"
 _MESSAGE = re.compile(
-    r"\[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\](?:, which is output \d+ of (?P<producer>\w+),)? "
+    r"\[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\](?:, which is output \d+ of (?P<producer>[\w:]+),)? "
     r"is at version (?P<version>\d+)(?:; expected version (?P<expected>\d+))?")
 
 
@@ -93,6 +93,7 @@ class FailureRecorder:
         saver_name = type(saver).__name__ if saver is not None else "an operation"
         saver_site = graph.node_site(saver)
         symptom = user_site(2)
+        self._reentered(roots)
         write = self._write(shape, first, exact=True) or self._write(shape, stale, exact=True)
         step = self._stepped(shape, stale) if write is None else None
         if step is not None:
@@ -106,6 +107,18 @@ class FailureRecorder:
         self.events.record(KIND, -1, write.site, write.op, saver=saver_name, saver_site=saver_site,
                            symptom=symptom)
         return StaleSaved(saver_name, saver_site, write.op, write.site, None)
+
+    def _reentered(self, roots: list[torch.Tensor]) -> None:
+        """The loss carries values copied into leaves without their history (``load_state_dict`` of computed
+        weights): the graph meant to run through those copies does not exist, and the copies into what the
+        graph saved make it stale. Those re-entries are the cause, judged as cuts of the watched tensors."""
+        taint = None
+        for root in roots:
+            taint = self.taints.merge(taint, self.taints.get(root))
+        chains = {key: chain for key, chain in (taint.chains.items() if taint is not None else ())
+                  if chain[-1].kind in REENTRIES}
+        if chains:
+            self.backwards.dead_ends.append(Taint(chains))
 
     def _write(self, shape: tuple[int, ...], stale: int, exact: bool) -> Any:
         """The latest in-place write in grad mode that left a tensor of this shape at this version; or,

@@ -32,7 +32,7 @@ class Origins:
     def __init__(self) -> None:
         self.recording = True  # until the first backward ends, or the budget is spent
         self._left = BUDGET
-        self._inference: dict[int, tuple[weakref.ref, Site | None]] = {}
+        self._inference: dict[int, tuple[weakref.ref, tuple[Site | None, ...]]] = {}
         self.freed_up_to: int | None = None  # sequence number of the newest root a backward freed
         self.freed_by: Site | None = None  # the user line of that backward
 
@@ -55,7 +55,8 @@ class Origins:
         if not _is_inference_mode() or not isinstance(out, Tensor):
             return
         ident, inference = id(out), self._inference
-        inference[ident] = (weakref.ref(out, lambda _, ident=ident: inference.pop(ident, None)), user_site(1))
+        sites = tuple(site for _, _, site in user_stack(1))
+        inference[ident] = (weakref.ref(out, lambda _, ident=ident: inference.pop(ident, None)), sites)
         self._spend()
 
     def stored(self, tensor: Tensor, site: Site | None) -> None:
@@ -63,7 +64,7 @@ class Origins:
         remember the line, whenever it happens (later iterations are not recorded op by op)."""
         ident, inference = id(tensor), self._inference
         if ident not in inference:
-            inference[ident] = (weakref.ref(tensor, lambda _, ident=ident: inference.pop(ident, None)), site)
+            inference[ident] = (weakref.ref(tensor, lambda _, ident=ident: inference.pop(ident, None)), (site,))
 
     def _spend(self) -> None:
         self._left -= 1
@@ -110,18 +111,20 @@ class Origins:
         running = running if running is not None else running_frames()
         return next((entry for entry in stack if (entry[0], entry[1]) in running), None)
 
-    def inference_site(self, tensor: Tensor) -> Site | None:
-        """The user line that made an inference tensor, or one whose memory it shares (a slice taken outside
-        inference mode is no tracked view), if it was remembered. Asked only when autograd refused one."""
+    def inference_sites(self, tensor: Tensor) -> tuple[Site | None, ...]:
+        """The user lines that made an inference tensor, or one whose memory it shares (a slice taken outside
+        inference mode is no tracked view), innermost first, if they were remembered: the making line, then
+        the line in each caller (one of them runs under the ``inference_mode`` that made it an inference
+        tensor). Asked only when autograd refused one."""
         entry = self._inference.get(id(tensor))
         if entry is not None and entry[0]() is tensor:
             return entry[1]
         memory = tensor.untyped_storage().data_ptr()
-        for ref, site in list(self._inference.values()):
+        for ref, sites in list(self._inference.values()):
             other = ref()
             if other is not None and other.untyped_storage().data_ptr() == memory:
-                return site
-        return None
+                return sites
+        return ()
 
     def freed(self, node: Any) -> bool:
         """Whether ``node`` was made before the newest root a graph-freeing backward reached."""

@@ -8,7 +8,10 @@ b4_inference_mode_backbone, b4_rank_loss_not_scalar; for the line to change of a
 reused whole, a per-sample term and a gradient under inference_mode: b7_shiftnet_ragan_pred_real_reused,
 b9_fmri_lstm_hidden_state_carried, b9_bigram_forward_outside_loop, b9_cdfi_regularizer_not_scalar,
 b6_sar_loss_not_scalar, b7_refnerf_normals_under_inference_mode, b9_lightning_test_step_inference_mode; for layers
-made to write in place: b8_xception_inplace_relu_after_identity, b8_mvanet_modules_set_inplace.
+made to write in place: b8_xception_inplace_relu_after_identity, b8_mvanet_modules_set_inplace; for requires_grad on a
+non-leaf, an inference tensor made under a caller's block, a row write into a saved tensor and computed weights
+loaded into a model: b10_pinn_moving_boundary_requires_grad_non_leaf, b10_deepfool_requires_grad_on_updated_image,
+b10_qat_calibration_in_inference_mode, b10_row_update_of_saved_matmul_input, b10_melu_local_update_load_state_dict.
 """
 from __future__ import annotations
 
@@ -255,6 +258,65 @@ CASES = {
             features = backbone(x)
         loss = F.cross_entropy(head(features), y)
         loss.backward()
+        """),
+    # the calls under a caller's inference_mode block made the cached scale an inference tensor: the block
+    "inference_saved_in_callee": ("""
+        class Calibrated(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc, self.scale = nn.Linear(4, 3), None
+
+            def forward(self, inputs):
+                if self.scale is None:
+                    self.scale = inputs.abs().amax()
+                return self.fc(inputs) / self.scale  # <- symptom
+
+        model = Calibrated()
+        with torch.inference_mode():  # <- autograd_error
+            model(x)
+        F.cross_entropy(model(x), y).backward()
+        """, """
+        class Calibrated(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc, self.scale = nn.Linear(4, 3), None
+
+            def forward(self, inputs):
+                if self.scale is None:
+                    self.scale = inputs.abs().amax()
+                return self.fc(inputs) / self.scale
+
+        model = Calibrated()
+        with torch.no_grad():
+            model(x)
+        F.cross_entropy(model(x), y).backward()
+        """),
+    # requires_grad switched on for a computed value: the line itself makes a new leaf
+    "requires_grad_non_leaf": ("""
+        encoder, head = nn.Linear(4, 4), nn.Linear(4, 3)
+        codes = encoder(x)
+        codes.requires_grad = True  # <- autograd_error
+        saliency = torch.autograd.grad(head(codes).sum(), codes)[0]
+        """, """
+        encoder, head = nn.Linear(4, 4), nn.Linear(4, 3)
+        codes = encoder(x).detach().requires_grad_(True)
+        saliency = torch.autograd.grad(head(codes).sum(), codes)[0]
+        """),
+    # an iterate made a leaf by the same line each pass, updated out of place with its history: the update
+    "requires_grad_carried": ("""
+        model = nn.Linear(4, 3)
+        point = x[:1].clone()
+        for step in range(3):
+            point.requires_grad = True  # <- symptom
+            slope = torch.autograd.grad(model(point).max(), point)[0]
+            point = point + 0.1 * slope.sign()  # <- autograd_error
+        """, """
+        model = nn.Linear(4, 3)
+        point = x[:1].clone()
+        for step in range(3):
+            point.requires_grad = True
+            slope = torch.autograd.grad(model(point).max(), point)[0]
+            point = (point + 0.1 * slope.sign()).detach()
         """),
     "function_backward": ("""
         class Scale(torch.autograd.Function):
@@ -538,9 +600,12 @@ def test_a_cache_made_under_inference_mode_and_sliced_later_is_named_where_it_wa
                 self.cache = torch.arange(8.0).repeat(4, 1).T.cos()  # <- autograd_error
             return self.proj(h) * self.cache[: h.size(0)]
 
+    @torch.inference_mode()
+    def evaluate(model):
+        return model(x)
+
     model = Rotary()
-    with torch.inference_mode():
-        model(x)
+    evaluate(model)
     model(x).sum().backward()
     """)
     assert error is not None and "Inference tensors" in str(error)
@@ -588,3 +653,40 @@ def test_a_layer_made_to_write_in_place_is_named_where_it_was_made_so(snippet, n
     assert [place.line for place in finding.related if place.role == "symptom"] == [script.line("symptom")]
     _, t, error = traced(snippet, INPLACE_LAYERS[name].replace("{flag}", "False"))
     assert error is None and [f for f in t.findings if f.severity in ("error", "warning")] == []
+
+
+def test_an_indexed_write_into_a_tensor_a_later_op_saved_is_named_at_the_write(snippet):
+    """A row assigned in place (``h[i] = ...``) after an op saved ``h``: autograd's message names the saved
+    tensor as CopySlices' output; the write is still the one named."""
+    script, t, error = traced(snippet, """
+    w = torch.randn(4, 4, requires_grad=True)
+    h = torch.mm(w, x.T)
+    total = 0
+    for i in range(2):
+        h[i] = h[i] * 2  # <- inplace_saved
+        total = total + torch.mm(w, h).sum()
+    total.backward()
+    """)
+    assert error is not None and "modified by an inplace operation" in str(error)
+    assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
+        [("inplace_saved", script.line("inplace_saved"))]
+
+
+def test_computed_weights_loaded_into_a_model_the_graph_saved_are_named_at_the_load(snippet):
+    """Weights computed with a graph and copied in by load_state_dict, then replaced again before backward:
+    the copy of computed weights is the cut the backward was meant to differentiate through."""
+    script, t, error = traced(snippet, """
+    net = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 3))
+    meta_optimizer = torch.optim.SGD(net.parameters(), lr=1e-3)
+    kept = {k: v.clone() for k, v in net.state_dict().items()}
+    grads = torch.autograd.grad(F.cross_entropy(net(x), y), list(net.parameters()), create_graph=True)
+    fast = {name: p - 0.1 * g for (name, p), g in zip(net.named_parameters(), grads)}
+    net.load_state_dict(fast)  # <- state_dict_reload
+    query = F.cross_entropy(net(x), y)
+    net.load_state_dict(kept)
+    query.backward()
+    meta_optimizer.step()
+    """)
+    assert error is not None and "modified by an inplace operation" in str(error)
+    assert {f.line for f in t.findings if f.kind == "state_dict_reload" and f.severity == "error"} == \
+        {script.line("state_dict_reload")}

@@ -42,9 +42,23 @@ def note(fact: AutogradError) -> str | None:
 
 
 def place(fact: AutogradError) -> Site | None:
-    """The line to change: the recorded cause; for a backward refused inside ``torch.inference_mode()``, the
+    """The line to change: a caller's ``with torch.inference_mode():`` around the making of an inference tensor
+    saved for backward; else the recorded cause; for a backward refused inside ``torch.inference_mode()``, the
     innermost running line under the ``inference_mode`` that turned recording off; else PyTorch's call."""
-    return fact.cause or _under_inference_mode(fact) or fact.call
+    return _inference_block(fact) or fact.cause or _under_inference_mode(fact) or fact.call
+
+
+def _inference_block(fact: AutogradError) -> Site | None:
+    """For an inference tensor saved for backward, made in a function called under a caller's ``with
+    torch.inference_mode():`` block, that block's line: the calls under it made every tensor of it an
+    inference tensor. None when the block is in the making line's own function (the line is the one to
+    change) or when a decorator turned inference mode on (the making line stays the one named)."""
+    made = fact.detail.get("made", ()) if fact.category == "inference_saved" else ()
+    for depth, site in enumerate(made):
+        off = grad_disabled_at(site)
+        if off is not None:
+            return off.site if depth and off.form == "with" else None
+    return None
 
 
 def _under_inference_mode(fact: AutogradError) -> Site | None:
@@ -151,6 +165,14 @@ def _inference(fact: AutogradError, name: str, call: str, said: str) -> tuple[st
     op = fact.detail.get("op", "an op")
     fix = ("use torch.no_grad() instead of torch.inference_mode() for this computation (its results can be used "
            "in training later), or .clone() the result outside inference mode before training on it.")
+    block = _inference_block(fact)
+    if block is not None:
+        made = fact.cause.line if fact.cause is not None and fact.cause.file == block.file else None
+        where = f" (at line {made})" if made is not None else ""
+        return (f"the calls under this torch.inference_mode() block made inference tensors, and one of them{where}"
+                f" is used in training: `{op}`{call} saves it for backward, which PyTorch refuses for inference "
+                f"tensors{said}.", "use torch.no_grad() instead of torch.inference_mode() here: what is computed "
+                "under it (a cache, calibrated scales, features) can then be used in training.")
     if fact.cause is not None and fact.cause != fact.call:
         return (f"the tensor made on this line under torch.inference_mode() is used in training: `{op}`{call} "
                 f"saves it for backward, which PyTorch refuses for inference tensors{said}.", fix)
@@ -251,6 +273,19 @@ def _gradient_shape(fact: AutogradError, name: str, call: str, said: str) -> tup
             "reduce that tensor to one value and call backward() without a gradient.")
 
 
+def _requires_grad_non_leaf(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    if fact.detail.get("carried"):
+        return (f"the value computed on this line from `{name}` keeps its history into the next pass, where "
+                f"`{name}.requires_grad = True`{call} is refused: only a leaf's flag can change, and it is now the "
+                f"result of an operation{said}.",
+                "end the update with .detach() on this line (x = (x + step).detach()), so each pass starts "
+                "from a new leaf.")
+    return (f"`{name}` is the result of an operation, not a leaf, so its requires_grad flag cannot be "
+            f"changed{said}.",
+            f"make a new leaf here: {name} = {name}.detach().requires_grad_(True) (for a gradient with respect "
+            f"to it), or set requires_grad on the leaf it is computed from.")
+
+
 def _other(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     if fact.cause is not None:
         return (f"this line raised inside backward(){call}, which then stopped before any gradient of that pass "
@@ -265,6 +300,7 @@ _WORDING = {
     "function_backward": _function_backward, "function_no_backward": _no_backward,
     "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
+    "requires_grad_non_leaf": _requires_grad_non_leaf,
 }
 
 

@@ -54,6 +54,7 @@ class Watched:
     copied: bool = False  # copy.deepcopy copied it: a template, judged through its copies
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     born: int = 0  # backward calls seen before it was watched
+    gone_unused: bool = False  # freed before the first backward ran (a model replaced before training began)
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
     placed: list[tuple[int, Site]] = field(default_factory=list)  # `WatchRegistry.placements`, at the end
     filled: bool = False  # values were copied into it without grad (load_state_dict, copy_)

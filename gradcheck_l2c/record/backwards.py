@@ -96,14 +96,10 @@ class BackwardLog:
         optimizers.use.backward(user_site(2) if reached and optimizers.live and not returned else None,
                                 reached if optimizers.live and not returned else set())
         backwards = self.clock.backwards
-        if backwards == 1:  # what the script dropped before its first loss could never have learnt
-            for watched in registry.all:
-                watched.gone_unused = watched.ref() is None
+        if backwards == 1:
+            registry.note_gone()
         if backwards <= 3:
-            in_graph = self._note_consumers(roots, inputs)
-            if derived and inputs is not None:
-                self.under_derivative |= in_graph - inputs
-            for key in (in_graph if inputs is None else in_graph & inputs) - reached:
+            for key in self._note_consumers(roots, inputs, derived) - reached:
                 if not registry.all[key].ever_grad:
                     registry.all[key].got_grad = False
         for key in reached:
@@ -148,20 +144,22 @@ class BackwardLog:
             optimizers.use.cut()
             self._capture(roots, missing)
 
-    def _note_consumers(self, roots: list[Tensor], inputs: set[int] | None) -> set[int]:
+    def _note_consumers(self, roots: list[Tensor], inputs: set[int] | None, derived: bool) -> set[int]:
         """Which op consumes each watched leaf this backward differentiates (all of them, or only its
         ``inputs``): the one to blame if no gradient arrives; returns the keys of those leaves in the graph.
-        A leaf outside ``inputs`` (a weight in the graph of ``autograd.grad(u, x)``) was not asked for."""
+        A leaf outside ``inputs`` (a weight in the graph of ``autograd.grad(u, x)``) was not asked for; when
+        the gradient has a graph (``derived``) it is noted as under a derivative."""
         key_of = self.registry.key_of
         found = set()
         for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
             for child, _ in node.next_functions:
                 variable = getattr(child, "variable", None) if child is not None else None
                 key = key_of(variable) if variable is not None else None
-                if key is not None:
-                    if inputs is None or key in inputs:
-                        self.consumers.setdefault(key, type(node).__name__)
+                if key is not None and (inputs is None or key in inputs):
+                    self.consumers.setdefault(key, type(node).__name__)
                     found.add(key)
+                elif key is not None and derived:
+                    self.under_derivative.add(key)
         return found
 
     def _capture(self, roots: list[Tensor], missing: dict[int, list[Chain]]) -> None:

@@ -195,6 +195,11 @@ class WatchRegistry:
         by_id[ident] = watched
         return watched
 
+    def note_gone(self) -> None:
+        """The first backward runs: what the script already dropped could never have learnt."""
+        for watched in self.all:
+            watched.gone_unused = watched.ref() is None
+
     def placements(self, watched: Watched) -> list[tuple[int, Site]]:
         """The module holding the tensor and its ancestors that user code set as attributes during the trace
         (id, the line that set it), the holder first, up to the first one not set so."""

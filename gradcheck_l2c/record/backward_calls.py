@@ -45,7 +45,7 @@ def on_autograd_grad(mode: Any, func, args, kwargs):
         for grad in grads:
             state.taints.mark(grad, cut)
     returned = {key for key, grad in zip(map(key_of, inputs), grads) if key is not None and grad is not None}
-    state.backwards.ended(roots, keys, sys._getframe(1), returned)
+    state.backwards.ended(roots, keys, sys._getframe(1), returned, derived=bool(kwargs.get("create_graph")))
     if kwargs.get("create_graph") and not called_from(DIFFERENTIATORS, 1):
         state.terms.took_gradients(grads, roots)
     progress(mode)

@@ -60,6 +60,9 @@ class BackwardLog:
         self.missed: dict[int, dict[Chain, int]] = {}  # watched key -> the cut chains backward missed it by
         self.cut_off: set[int] = set()  # the keys the latest backward missed through a cut
         self.consumers: dict[int, str] = {}  # watched key -> op that takes the leaf
+        # watched leaves in the graph of an output autograd.grad differentiated to other inputs with
+        # create_graph=True: a loss built from that derivative may rightly not depend on them (a last bias)
+        self.under_derivative: set[int] = set()
         self.graphs: list[PendingGraph] = []
         self.graph_signatures: set[int] = set()
         self.nonleaf_reads: list[NonLeafRead] = []
@@ -67,12 +70,12 @@ class BackwardLog:
         self.graphless: list[Site | None] = []  # backwards that raised "does not require grad"
 
     def ended(self, roots: list[Tensor], inputs: set[int] | None, frame: Any,
-              returned: set[int] = frozenset()) -> None:
+              returned: set[int] = frozenset(), derived: bool = False) -> None:
         """A backward ended: which watched tensors it reached, and which got values only via cuts.
 
         ``inputs``: the keys a ``backward(inputs=...)`` or ``autograd.grad`` differentiates (the others
         are left alone on purpose); ``returned``: those ``autograd.grad`` gave a gradient to, which it
-        returns instead of filling ``.grad``.
+        returns instead of filling ``.grad``; ``derived``: it was ``autograd.grad(create_graph=True)``.
         """
         self.clock.backwards += 1
         self.events_at_backward = len(self.events)
@@ -88,13 +91,16 @@ class BackwardLog:
         self.terms.check(roots, reached)
         if reached and optimizers.live:
             optimizers.reached(reached)
+            optimizers.updates.backward(reached)
         # autograd.grad fills no .grad for a step to read
         optimizers.use.backward(user_site(2) if reached and optimizers.live and not returned else None,
                                 reached if optimizers.live and not returned else set())
         backwards = self.clock.backwards
+        if backwards == 1:
+            registry.note_gone()
         if backwards <= 3:
-            for key in self._note_consumers(roots) - reached:
-                if not registry.all[key].ever_grad and (inputs is None or key in inputs):
+            for key in self._note_consumers(roots, inputs, derived) - reached:
+                if not registry.all[key].ever_grad:
                     registry.all[key].got_grad = False
         for key in reached:
             watched = registry.all[key]
@@ -146,18 +152,22 @@ class BackwardLog:
         if self.events.holds_sources(key) and key not in self.missed and not self.taints.mentions(key):
             self.events.release_sources(key)
 
-    def _note_consumers(self, roots: list[Tensor]) -> set[int]:
-        """Which op consumes each watched leaf in this graph (the one to blame if no gradient arrives);
-        returns the keys of the watched leaves in the graph."""
+    def _note_consumers(self, roots: list[Tensor], inputs: set[int] | None, derived: bool) -> set[int]:
+        """Which op consumes each watched leaf this backward differentiates (all of them, or only its
+        ``inputs``): the one to blame if no gradient arrives; returns the keys of those leaves in the graph.
+        A leaf outside ``inputs`` (a weight in the graph of ``autograd.grad(u, x)``) was not asked for; when
+        the gradient has a graph (``derived``) it is noted as under a derivative."""
         key_of = self.registry.key_of
         found = set()
         for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
             for child, _ in node.next_functions:
                 variable = getattr(child, "variable", None) if child is not None else None
                 key = key_of(variable) if variable is not None else None
-                if key is not None:
+                if key is not None and (inputs is None or key in inputs):
                     self.consumers.setdefault(key, type(node).__name__)
                     found.add(key)
+                elif key is not None and derived:
+                    self.under_derivative.add(key)
         return found
 
     def _capture(self, roots: list[Tensor], missing: dict[int, list[Chain]]) -> None:

@@ -124,6 +124,11 @@ class TraceRecord:
         """The autograd node that takes a watched leaf in the first graphs (to blame when nothing arrives)."""
         return self._backwards.consumers.get(key)
 
+    def under_derivative(self, key: int) -> bool:
+        """Whether a watched leaf was in the graph of an output that ``autograd.grad(create_graph=True)``
+        differentiated to other inputs (a loss on that derivative may rightly not depend on it)."""
+        return key in self._backwards.under_derivative
+
     @property
     def dead_ends(self) -> list[Taint]:
         """Values whose every path was cut (a ``.grad`` read or backward on them found nothing)."""

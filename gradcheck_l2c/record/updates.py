@@ -75,6 +75,7 @@ class UpdateLog:
 
     def __init__(self) -> None:
         self._pending: dict[int, _Pending] = {}
+        self._zero_read: set[int] = set()  # pending keys whose step read a zero gradient: backwards look at them
         self._settled: set[int] = set()  # keys whose values changed
         self.found: list[Unchanged] = []  # filled by `compare` at the end of the trace
         self._schedule: Site | bool | None = None  # the scheduler function behind a rate of 0 (False: none)
@@ -87,8 +88,23 @@ class UpdateLog:
         zero_lr = group is not None and _lr_is_zero(group)
         if zero_lr and self._schedule is None:
             self._schedule = _schedule_site(optimizer) or False
+        zero_grad = _zero_grad(tensor)
         self._pending[key] = _Pending(weakref.ref(tensor), fingerprint(tensor), type(optimizer).__name__, site,
-                                      zero_lr, _zero_grad(tensor))
+                                      zero_lr, zero_grad)
+        if zero_grad:
+            self._zero_read.add(key)
+
+    def backward(self, keys: set[int]) -> None:
+        """A backward gave ``keys`` their gradient: for a parameter whose step read zeros, note whether this
+        gradient was zero already (the loss does not move it) or not (something zeroed it before the step)."""
+        looked = self._zero_read & keys if self._zero_read else ()
+        for key in looked:
+            entry = self._pending.get(key)
+            tensor = entry.ref() if entry is not None else None
+            if tensor is None or not entry.grad_always_zero or entry.looks >= self._LOOKS:
+                self._zero_read.discard(key)
+                continue
+            entry.fed = not _zero_grad(tensor)
 
     def step(self, optimizer: Any, keys: set[int]) -> None:
         """A step of ``optimizer`` (holding ``keys``) is about to run: the parameters it stepped before and
@@ -112,6 +128,9 @@ class UpdateLog:
             entry.looks += 1
             entry.lr_always_zero = entry.lr_always_zero and lrs.get(id(tensor), True)
             entry.grad_always_zero = entry.grad_always_zero and _zero_grad(tensor)
+            if entry.grad_always_zero and entry.fed is not None:
+                entry.zeroed = entry.zeroed or entry.fed  # False: the backward before this step gave zeros
+            entry.fed = None
 
     def compare(self) -> None:
         """The trace ends: the stepped parameters whose values are what they were before their first step,
@@ -119,8 +138,9 @@ class UpdateLog:
         for key, entry in self._pending.items():
             tensor = entry.ref()
             unchanged = torch.equal(fingerprint(tensor), entry.before) if tensor is not None else entry.looks > 0
-            if unchanged and (entry.lr_always_zero or entry.grad_always_zero):
-                # else the steps were too small to move it in floating point: vanishing, not missing
+            if unchanged and (entry.lr_always_zero or (entry.grad_always_zero and entry.zeroed is not False)):
+                # else the steps were too small to move it in floating point (vanishing, not missing), or its
+                # gradient came out of backward as zeros (its loss does not move it; a step could not either)
                 schedule = self._schedule if entry.lr_always_zero and self._schedule else None
                 self.found.append(Unchanged(key, entry.optimizer, entry.site, entry.lr_always_zero,
                                             entry.grad_always_zero, schedule))
@@ -135,3 +155,5 @@ class _Pending:
     lr_always_zero: bool
     grad_always_zero: bool
     looks: int = 0  # later steps that saw it unchanged
+    fed: bool | None = None  # whether the latest backward since the last look left a nonzero gradient
+    zeroed: bool | None = None  # a looked step read zeros that its backward had not given (None: not seen)

@@ -54,6 +54,7 @@ class Watched:
     copied: bool = False  # copy.deepcopy copied it: a template, judged through its copies
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     born: int = 0  # backward calls seen before it was watched
+    gone_unused: bool = False  # freed before the first backward ran (a model replaced before training began)
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
     placed: Sequence[tuple[int, Site]] = ()  # `WatchRegistry.placements`, at the end
     filled: bool = False  # values were copied into it without grad (load_state_dict, copy_)
@@ -207,6 +208,11 @@ class WatchRegistry:
         last call (a dead tensor's owner and variable no longer change, so one more naming settles it)."""
         died, self.died[:] = list(self.died), []
         return [*self.by_id.values(), *(self.all[key] for key in died)]
+
+    def note_gone(self) -> None:
+        """The first backward runs: what the script already dropped could never have learnt."""
+        for watched in self.all:
+            watched.gone_unused = watched.ref() is None
 
     def placements(self, watched: Watched) -> list[tuple[int, Site]]:
         """The module holding the tensor and its ancestors that user code set as attributes during the trace

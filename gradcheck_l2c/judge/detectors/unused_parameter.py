@@ -19,6 +19,8 @@ def scan(run) -> list[Finding]:
     for watched in run.watched():
         if watched.ever_grad or record.missed(watched.key) is not None or watched.name in told:
             continue
+        if watched.gone_unused:
+            continue  # the script dropped it before its first backward (a model replaced before training)
         if not watched.trainable() or run.replaced(watched):
             continue  # frozen, or replaced by a new parameter its optimizer does not hold (told as `optimizer`)
         expected = run.expected(watched)
@@ -47,6 +49,10 @@ def scan(run) -> list[Finding]:
             continue
         if run.uses(watched):
             continue  # its values were cut on the way: those cuts are the findings
+        if record.under_derivative(watched.key) and _siblings_learn(run, watched):
+            continue  # its layer reached the loss through a derivative, which does not depend on it (a bias)
+        if not watched.is_parameter and watched.site in families.learning_sites():
+            continue  # the last of the leaves a loop remakes on this line, whose earlier ones got gradients
         fix = ("use it in the computation of the loss, or set requires_grad_(False) on it if it is not meant "
                "to learn.")
         used = None
@@ -76,12 +82,13 @@ def scan(run) -> list[Finding]:
 
 
 class _Families:
-    """The modules user code set during the trace, each with the trainable tensors below it; built on first
-    use, once per scan."""
+    """The modules user code set during the trace, each with the trainable tensors below it, and the lines
+    whose tensors learnt; built on first use, once per scan."""
 
     def __init__(self, run) -> None:
         self.run = run
         self._learnt: dict[int, bool] | None = None
+        self._sites: set | None = None
 
     def learnt(self, ident: int) -> bool:
         """Whether a trainable tensor below the module ``ident`` got a gradient."""
@@ -93,6 +100,13 @@ class _Families:
                     for module, _ in w.placed:
                         self._learnt[module] = self._learnt.get(module, False) or w.ever_grad
         return self._learnt.get(ident, False)
+
+    def learning_sites(self) -> set:
+        """The lines that made tensors (no parameters) which got a gradient: a loop's refined leaf is one."""
+        if self._sites is None:
+            self._sites = {w.site for w in self.run.record.watched()
+                           if not w.is_parameter and w.ever_grad and w.site is not None}
+        return self._sites
 
 
 def _unused_module_site(run, watched, families: _Families):

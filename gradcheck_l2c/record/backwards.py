@@ -144,14 +144,6 @@ class BackwardLog:
             optimizers.use.cut()
             self._capture(roots, missing)
 
-    def settled(self, key: int) -> None:
-        """Watched tensor ``key`` got its gradient where it was meant to: once no missed chain names it and no
-        live value carries one, no cut of it can be drawn any more, and its events stop holding the graphs
-        their values had (a loop that logs ``loss.item()`` before each backward of a fresh leaf would keep
-        every step's graph and input alive)."""
-        if self.events.holds_sources(key) and key not in self.missed and not self.taints.mentions(key):
-            self.events.release_sources(key)
-
     def _note_consumers(self, roots: list[Tensor], inputs: set[int] | None, derived: bool) -> set[int]:
         """Which op consumes each watched leaf this backward differentiates (all of them, or only its
         ``inputs``): the one to blame if no gradient arrives; returns the keys of those leaves in the graph.

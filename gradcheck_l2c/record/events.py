@@ -76,13 +76,17 @@ class EventLog:
                 event.extra.setdefault(name, value)  # type: ignore[misc]
         return event
 
-    def holds_sources(self, key: int) -> bool:
-        """Whether events of watched tensor ``key`` still hold the autograd nodes their values had."""
-        return key in self._sourced
+    def settle(self, key: int, missed: Any, taints: Any) -> None:
+        """Watched tensor ``key`` got its gradient where it was meant to: once no missed chain names it and no
+        live value carries one, no cut of it can be drawn any more, and its events stop holding the graphs
+        their values had (a loop that logs ``loss.item()`` before each backward of a fresh leaf would keep
+        every step's graph and input alive)."""
+        if key in self._sourced and key not in missed and not taints.mentions(key):
+            self.release_sources(key)
 
     def release_sources(self, key: int) -> None:
         """Let go of the autograd nodes (and the graphs behind them) that ``key``'s events hold, once no graph
-        drawn of a missed gradient can show them (`BackwardLog.settled`). Zero-derivative cuts keep theirs:
+        drawn of a missed gradient can show them (`settle`). Zero-derivative cuts keep theirs:
         only they can still be counted again on a settled tensor, with its first node."""
         kept = []
         for event in self._sourced.pop(key, ()):

@@ -63,7 +63,7 @@ class TraceState:
                                      self.unregistered, self.terms, self.clock, self.discover)
         self.failures = FailureRecorder(self.registry, self.taints, self.events, self.writes, self.optimizers,
                                         self.cuts, self.backwards, self.discover)
-        self.taints.on_settle.append(self.backwards.settled)
+        self.taints.on_settle.append(lambda key: self.events.settle(key, self.backwards.missed, self.taints))
         self.origins = Origins()
         self.errors = ErrorRecorder(self.registry, self.origins)
         self._word_failure = word_failure

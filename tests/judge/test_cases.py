@@ -142,10 +142,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing; left: the line to change binds a name to the teacher's output: no operation runs there",
     "b9_papo_aug_entropy_from_no_grad_logprobs":
         "first pass: cut_term w :15",
-    "b9_network_swapped_after_optimizer":
-        "first pass: optimizer w :29; unused_parameter w :12",
-    "b9_deepctr_linear_weight_to_device":
-        "first pass: optimizer w :32",
     "b9_lth_grad_mask_freezes_negative_weights":
         "first pass: nothing; left: elements whose gradient a mask zeroes before each step are pruning on "
         "purpose in the twin; the mask's line (np.where) runs outside torch",
@@ -166,16 +162,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: detach e :19",
     "b10_detectron2_box_head_unfrozen_after_optimizer":
         "first pass: optimizer w :30",
-    "b10_pysyft_worker_copy_optimizer_on_original":
-        "first pass: optimizer w :13; unused_parameter w :12",
-    "b10_soft_prompt_embedding_not_in_optimizer":
-        "first pass: optimizer w :45",
-    "b10_deepfillv2_discriminator_never_stepped":
-        "first pass: no_update w :13",
-    "b10_mmvae_shared_vae_optimizer_encoder_only":
-        "first pass: optimizer w :37",
-    "b10_dgl_edge_weight_parameter_in_edata":
-        "first pass: optimizer w :42",
     "b10_pinn_moving_boundary_requires_grad_non_leaf":
         "first pass: nothing",
     "b10_deblurgan_wgan_gp_critic_fake_not_detached":

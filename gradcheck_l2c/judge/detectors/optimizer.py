@@ -70,7 +70,8 @@ def scan(run) -> list[Finding]:
             f"[p for n, p in model.named_parameters() if n != '{attr}'].",
             event.count,
         ))
-    return found + _unread(run) + _never_stepped(run)
+    never = _never_stepped(run)
+    return found + _unread(run, {(f.file, f.line) for f in never}) + never
 
 
 def _never_stepped(run) -> list[Finding]:
@@ -115,12 +116,13 @@ def _never_stepped(run) -> list[Finding]:
     return found
 
 
-def _unread(run) -> list[Finding]:
-    """Backwards whose gradients no step read: the optimizer stepped before them and cleared them after."""
+def _unread(run, never: set[tuple[str, int]]) -> list[Finding]:
+    """Backwards whose gradients no step read: the optimizer stepped before them and cleared them after (not
+    those of an optimizer that never stepped, at the lines in ``never``: its missing step is the finding)."""
     found = []
     erased = {event.extra.get("optimizer") for event in run.record.events(KIND) if event.detail == "erased"}
     for entry in run.record.unread_backwards:
-        if entry.optimizer in erased:
+        if entry.optimizer in erased or (entry.site is not None and (entry.site.file, entry.site.line) in never):
             continue  # a zero_grad() between backward and step: told as erased gradients, at that zero_grad()
         found.append(run.finding(
             KIND, "warning", entry.optimizer, entry.step_site or entry.site,

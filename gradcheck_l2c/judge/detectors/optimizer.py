@@ -157,8 +157,8 @@ def _none(run, watched, record) -> tuple[str, str]:
                 "put the values into the existing parameters instead of making new ones (module.load_state_dict(...), "
                 f"or `with torch.no_grad(): param.copy_(...)`), or build the {record.name} again after this line.")
     if _made_after(run, watched, record) and watched.built_at is not None and _trains_instead(run, watched, record):
-        return (f"{name} gets gradients but is in no optimizer, so it never changes: it belongs to a new model made "
-                f"after the {record.name} built at {record.site}, and trained in place of the parameters that "
+        return (f"{name} gets gradients but is in no optimizer, so it never changes: its model (or module) was made "
+                f"after the {record.name} built at {record.site} and is trained in place of the parameters that "
                 "optimizer holds, which no backward reached since.",
                 f"build the {record.name} for the new model after this line (from its parameters()), or put the "
                 "values into the old model (old.load_state_dict(new.state_dict())) instead of making a new one.")

@@ -140,7 +140,8 @@ class UnregisteredLog:
         for key, ref in list(self._constructed.items()):
             watched, module = registry.all[key], ref()
             tensor = watched.tensor
-            if watched.owner is not None or watched.optimized or tensor is None or module is None:
+            if watched.owner is not None or watched.optimized or tensor is None or module is None \
+                    or any(param is tensor for param in module.parameters()):
                 del self._constructed[key]  # registered, handed to an optimizer, or gone: nothing to tell
                 continue
             if not watched.ever_grad or key in hidden:
@@ -253,12 +254,18 @@ def _held_at(module: nn.Module, tensor: torch.Tensor) -> tuple[str, bool]:
         if depth >= 3 or isinstance(value, (nn.Module, type)):
             continue
         if type(value) is dict:
-            stack.extend((f"{path}[{k!r}]", v, depth + 1) for k, v in value.items())
+            items = [(f"{path}[{k!r}]", v) for k, v in value.items()]
         elif type(value) in (list, tuple):
-            stack.extend((f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value))
+            items = [(f"{path}[{i}]", v) for i, v in enumerate(value[:_LOOKED_AT])]
         elif hasattr(value, "__dict__"):
-            stack.extend((f"{path}.{k}", v, depth + 1) for k, v in vars(value).items() if not k.startswith("__"))
+            items = [(f"{path}.{k}", v) for k, v in vars(value).items() if not k.startswith("__")]
+        else:
+            continue
+        stack.extend((where, item, depth + 1) for where, item in items[:_LOOKED_AT])
     return "", False
+
+
+_LOOKED_AT = 64  # items of one container or object looked into for a Parameter (a dataset held on a module is big)
 
 
 def _creation_site(registry: WatchRegistry, value) -> Site | None:

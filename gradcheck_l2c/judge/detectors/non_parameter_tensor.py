@@ -40,14 +40,17 @@ def scan(run) -> list[Finding]:
             ))
             continue
         if problem in ("copied", "elsewhere"):
-            held = "only a tensor computed from it (the copy `.to()`, `.float()` or `.cuda()` returns)" \
-                if problem == "copied" else "it in a plain object or container, not as its own attribute"
-            shown = name if not attr.startswith("<") else run.name(next(iter(hidden)))
+            found_at = not attr.startswith("<")
+            held = ("only a tensor computed from it (the copy `.to()`, `.float()` or `.cuda()` returns)"
+                    if problem == "copied" else "it in a plain object or container, not as its own attribute"
+                    if found_at else "it nowhere as its own attribute")
+            shown = name if found_at else run.name(next(iter(hidden)))
             found.append(run.finding(
                 KIND, "warning", shown, site,
-                f"{shown} is an nn.Parameter made in {owner}.__init__, but {owner} holds {held}, so no module registers "
-                "it: parameters(), state_dict() and optimizers do not see it; it gets gradients but never learns.",
-                f"assign the Parameter itself to the module (self.<name> = nn.Parameter(...)) and use that "
+                f"{shown} is an nn.Parameter made in {owner}.__init__, but {owner} holds {held}, so no module "
+                "registers it: parameters(), state_dict() and optimizers do not see it; it gets gradients but never "
+                "learns.",
+                "assign the Parameter itself to the module (self.<name> = nn.Parameter(...)) and use that "
                 "attribute; convert the tensor before wrapping it: nn.Parameter(t.to(device)).",
             ))
             continue

@@ -11,7 +11,8 @@ from gradcheck_l2c.records import Finding
 
 
 def register(source: SourceFile, findings: list[Finding]) -> Change:
-    """``self.w = torch.randn(..., requires_grad=True)`` → ``self.w = nn.Parameter(torch.randn(...))``;
+    """``self.w = torch.randn(..., requires_grad=True)`` → ``self.w = nn.Parameter(torch.randn(...))``
+    (``nn.Parameter(t).to(device)`` → ``nn.Parameter(t.to(device))``);
     ``self.layers = [nn.Linear(...), ...]`` → ``nn.ModuleList([...])`` (Parameters: ``nn.ParameterList``)."""
     import libcst as cst
 
@@ -39,6 +40,11 @@ def register(source: SourceFile, findings: list[Finding]) -> Change:
         raise Unfixable("the value assigned is not one tensor expression")
 
     def rewrite(node: Any) -> Any:
+        converted = _converted_parameter(node)
+        if converted is not None:  # nn.Parameter(t).to(device) → nn.Parameter(t.to(device))
+            made, method = converted
+            moved = cst.Call(cst.Attribute(made.args[0].value, method.func.attr), method.args)
+            return made.with_changes(args=[made.args[0].with_changes(value=moved), *made.args[1:]])
         inner = without_keyword(node, "requires_grad") if isinstance(node, cst.Call) and keyword(
             node, "requires_grad") is not None else node
         return cst.Call(expression(wrapper), [cst.Arg(inner)])
@@ -46,6 +52,18 @@ def register(source: SourceFile, findings: list[Finding]) -> Change:
     change = Change(summary)
     change.rewrite(value, rewrite)
     return change
+
+
+def _converted_parameter(node: Any) -> tuple[Any, Any] | None:
+    """``nn.Parameter(t).to(...)`` (or ``.float()``, ``.cuda()``): the ``Parameter`` call and the method call
+    whose copy the attribute holds instead of the Parameter."""
+    import libcst as cst
+
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Call):
+        made = node.func.value
+        if dotted_name(made.func).endswith("Parameter") and made.args and made.args[0].keyword is None:
+            return made, node
+    return None
 
 
 def _is_container(node: Any) -> bool:

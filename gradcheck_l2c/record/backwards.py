@@ -121,7 +121,7 @@ class BackwardLog:
         if backwards <= 3 or backwards % 50 == 0:
             self._discover(frame)
             if backwards in (2, 3):
-                optimizers.unstepped_names(frame)
+                optimizers.unstepped_names(frame, reached)
         taint = None
         for root in roots:
             taint = self.taints.merge(taint, self.taints.get(root))

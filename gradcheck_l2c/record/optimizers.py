@@ -1,6 +1,7 @@
 """Optimizers and their steps: which tensors each holds, and which steps found no gradient for one."""
 from __future__ import annotations
 
+import os
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ class OptimizerRecord:
     step_call: Site | None = None  # never stepped: the one `<name>.step()` line the script has for it
     step_guard: Site | None = None  # and the `if` around that call
     params_site: Site | None = None  # where the list it was given was built, when not on its own line
+    lone_backward: Site | None = None  # not stepped yet: an early backward that reached its parameters, no other's
     step_order: int = -1  # when, on the trace's count of steps
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
     created: int = 0  # the count of steps when it was built
@@ -113,14 +115,19 @@ class OptimizerLog:
                     record.keys.add(watched.key)
         return record
 
-    def unstepped_names(self, frame: Any) -> None:
+    def unstepped_names(self, frame: Any, reached: set[int]) -> None:
         """Early backwards (the second and third): name the optimizers that have not stepped yet from the
-        variables of the backward's frame, and of the objects they hold (``self.optimizer``)."""
+        variables of the backward's frame, and of the objects they hold (``self.optimizer``); and remember,
+        for one whose parameters this backward reached, and no other optimizer's, the backward's line."""
         waiting = [r for r in self.live.values() if r.step_order < 0 and r.optimizer() is not None]
         while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
             frame = frame.f_back
         if not waiting or frame is None:
             return
+        for record in waiting:
+            if record.lone_backward is None and reached & record.keys and not any(
+                    reached & other.keys for other in self.live.values() if other is not record):
+                record.lone_backward = Site(os.path.abspath(frame.f_code.co_filename), frame.f_lineno)
         for name, value in frame.f_locals.items():
             owned = vars(value).items() if hasattr(value, "__dict__") and not isinstance(value, type) else ()
             for label, item in [(name, value), *owned]:

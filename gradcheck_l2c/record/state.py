@@ -133,6 +133,8 @@ class TraceState:
         self.updates.compare()
         for watched in self.registry.all:
             watched.placed = self.registry.placements(watched)
+            if watched.built_at is not None:
+                watched.joined = self.registry.joined(watched)
 
     def end(self) -> None:
         """Remove the hooks on watched tensors (the trace stops)."""

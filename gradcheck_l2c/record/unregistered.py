@@ -2,7 +2,9 @@
 registered (results computed from Parameters, like ``self.loss``, are fine): remembered with their
 creation site while the modules are alive, for the ``non_parameter_tensor`` detector to judge after
 the run. Also plain tensors fresh from an initialising factory (``torch.zeros``, ``torch.randn``) that a
-module of a trained model holds unregistered and that nothing ever wrote: weights that were meant to learn."""
+module of a trained model holds unregistered and that nothing ever wrote: weights that were meant to learn. And
+Parameters user code made in a module's ``__init__`` that no module registers (kept in another object, or only
+through a copy such as ``nn.Parameter(t).to(device)``): they get gradients, and no optimizer sees them."""
 from __future__ import annotations
 
 import weakref
@@ -12,7 +14,7 @@ import torch
 from torch import nn
 
 from gradcheck_l2c.record import graph
-from gradcheck_l2c.record.locations import Site, module_site
+from gradcheck_l2c.record.locations import USER, Site, frame_kind, module_site
 from gradcheck_l2c.record.torch_internals import version
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -22,7 +24,9 @@ class Unregistered(NamedTuple):
     not a Parameter), ``list``/``tuple``/``dict`` (of Parameters), ``list of modules``/``tuple of
     modules``/``dict of modules`` (whose parameters the holder does not register), ``plain`` (a tensor
     without grad that user code treated as learnable, its ``symptom`` the line that did) or ``initialised``
-    (a plain tensor from ``factory`` that nothing wrote, held by a module of a model an optimizer stepped).
+    (a plain tensor from ``factory`` that nothing wrote, held by a module of a model an optimizer stepped),
+    ``copied`` (a Parameter made in the module's ``__init__`` that it holds only as a computed copy) or
+    ``elsewhere`` (such a Parameter kept in a plain object or container below the attribute).
     ``keys``: the watched tensors it hides from ``parameters()``."""
 
     site: Site | None
@@ -42,6 +46,13 @@ class UnregisteredLog:
         #: -> (that tensor, the module, the id of the fresh tensor)
         self.held: dict[int, tuple[weakref.ref, weakref.ref, int]] = {}
         self._weights: set[int] = set()  # fresh tensors an op in their module's own forward used as a weight
+        #: key of a Parameter user code made in a module's ``__init__`` -> that module, until it is registered
+        self._constructed: dict[int, weakref.ref] = {}
+
+    def made_by(self, key: int | None, module: nn.Module | None) -> None:
+        """User code made the Parameter ``key`` while ``module``'s ``__init__`` ran: it should register it."""
+        if key is not None and module is not None:
+            self._constructed[key] = weakref.ref(module)
 
     def made(self, tensor: torch.Tensor, factory: str) -> None:
         """An initialising factory made a plain floating-point tensor (kept while it lives)."""
@@ -95,7 +106,8 @@ class UnregisteredLog:
                     self.found[(owner, attr)] = Unregistered(entry[1], "initialised", None, factory=made[1])
 
     def collect(self, registry: WatchRegistry) -> None:
-        """Remember every unregistered grad-requiring attribute of the live modules, with its creation site."""
+        """Remember every unregistered grad-requiring attribute of the live modules, with its creation site, and
+        the Parameters made in a module's ``__init__`` that no module registered."""
         seen: set[int] = set()
         for root, _ in registry.live_modules():
             for module in root.modules():  # a submodule that holds a plain list has no parameter of its own
@@ -103,6 +115,8 @@ class UnregisteredLog:
                     continue
                 seen.add(id(module))
                 self._collect(registry, module)
+        if self._constructed:
+            self._collect_constructed(registry)
 
     def _collect(self, registry: WatchRegistry, module: nn.Module) -> None:
         owner = type(module).__name__
@@ -118,6 +132,25 @@ class UnregisteredLog:
                 site = site or _creation_site(registry, value) or module_site(module)
                 hidden = frozenset(k for k in map(registry.key_of, _held_tensors(value)) if k is not None)
                 self.found[(owner, attr)] = Unregistered(site, problem, None, hidden)
+
+    def _collect_constructed(self, registry: WatchRegistry) -> None:
+        """The Parameters made in a module's ``__init__`` that got gradients, are in no optimizer, and that no
+        module registered: remembered under the attribute that holds them (or a copy of them)."""
+        hidden = {key for entry in self.found.values() for key in entry.keys}
+        for key, ref in list(self._constructed.items()):
+            watched, module = registry.all[key], ref()
+            tensor = watched.tensor
+            if watched.owner is not None or watched.optimized or tensor is None or module is None \
+                    or any(param is tensor for param in module.parameters()):
+                del self._constructed[key]  # registered, handed to an optimizer, or gone: nothing to tell
+                continue
+            if not watched.ever_grad or key in hidden:
+                continue
+            attr, copied = _held_at(module, tensor)
+            del self._constructed[key]
+            problem = "copied" if copied else "elsewhere"
+            self.found[(type(module).__name__, attr or f"<{problem}>")] = Unregistered(
+                watched.site, problem, None, frozenset({key}))
 
     def plain_attribute(self, registry: WatchRegistry, tensor: torch.Tensor, symptom: Site | None) -> None:
         """A tensor that never required grad was treated as learnable (its ``.grad`` read, or handed to
@@ -191,6 +224,48 @@ def _computed_from_parameters(tensor: torch.Tensor) -> bool:
     if tensor.grad_fn is None:
         return False
     return any(isinstance(leaf, nn.Parameter) for leaf in graph.leaf_tensors([tensor.grad_fn]))
+
+
+def constructing_module(frame: Any) -> nn.Module | None:
+    """The module whose ``__init__`` runs in ``frame`` or in one of the few user frames above it."""
+    for _ in range(4):
+        if frame is None or frame_kind(frame.f_code.co_filename) != USER:
+            return None
+        if frame.f_code.co_name == "__init__":
+            module = frame.f_locals.get("self")
+            return module if isinstance(module, nn.Module) else None
+        frame = frame.f_back
+    return None
+
+
+def _held_at(module: nn.Module, tensor: torch.Tensor) -> tuple[str, bool]:
+    """Where ``module`` holds ``tensor``: the dotted path through plain objects, lists and dicts below its
+    attributes (``g.edata['w']``), and whether what it holds there is a tensor computed from it (``.to()``)."""
+    stack: list[tuple[str, Any, int]] = [(attr, value, 0) for attr, value in vars(module).items()
+                                         if not attr.startswith("__") and attr not in _MODULE_STATE]
+    while stack:
+        path, value, depth = stack.pop()
+        if value is tensor:
+            return path, False
+        if isinstance(value, torch.Tensor):
+            if value.grad_fn is not None and any(leaf is tensor for leaf in graph.leaf_tensors([value.grad_fn])):
+                return path, True
+            continue
+        if depth >= 3 or isinstance(value, (nn.Module, type)):
+            continue
+        if type(value) is dict:
+            items = [(f"{path}[{k!r}]", v) for k, v in value.items()]
+        elif type(value) in (list, tuple):
+            items = [(f"{path}[{i}]", v) for i, v in enumerate(value[:_LOOKED_AT])]
+        elif hasattr(value, "__dict__"):
+            items = [(f"{path}.{k}", v) for k, v in vars(value).items() if not k.startswith("__")]
+        else:
+            continue
+        stack.extend((where, item, depth + 1) for where, item in items[:_LOOKED_AT])
+    return "", False
+
+
+_LOOKED_AT = 64  # items of one container or object looked into for a Parameter (a dataset held on a module is big)
 
 
 def _creation_site(registry: WatchRegistry, value) -> Site | None:

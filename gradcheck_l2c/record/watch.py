@@ -6,6 +6,7 @@ is `names.py`'s job.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
@@ -14,7 +15,7 @@ import torch
 from torch import nn
 
 from gradcheck_l2c.errors import UsageError
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.locations import Site, StackEntry
 from gradcheck_l2c.record.scope import Clock
 
 
@@ -60,6 +61,7 @@ class Watched:
     filled: bool = False  # values were copied into it without grad (load_state_dict, copy_)
     rebound: bool = False  # that line assigns a plain name (`model = Net()` again), not an attribute
     built_at: Site | None = None  # made after an optimizer: the line outside module constructors that asked
+    joined: Site | None = None  # and the later line of that frame that set its module into another (at the end)
     made_in_forward: bool = False  # the user made it while a module's forward ran (a lazy parameter)
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
@@ -147,9 +149,10 @@ class WatchRegistry:
         self.user_leaves: dict[int, int] = {}
         # (id(module), attribute) -> (module, line) where user code set a plain tensor or a list/dict attribute
         self.assigned: dict[tuple[int, str], tuple[weakref.ref, Site | None]] = {}
-        # id(module) -> (line, id(parent)) where user code set it as an attribute of parent; kept after the
-        # modules are gone, so that the judge can follow a parameter's modules up to the one to change
-        self.placed: dict[int, tuple[Site | None, int]] = {}
+        # id(module) -> (line, id(parent), the user frames then, once an optimizer was built) where user code set
+        # it as an attribute of parent; kept after the modules are gone, so that the judge can follow a
+        # parameter's modules up to the one to change
+        self.placed: dict[int, tuple[Site | None, int, tuple[StackEntry, ...]]] = {}
 
     def key_of(self, tensor: Any) -> int | None:
         watched = self.by_id.get(id(tensor))
@@ -220,12 +223,25 @@ class WatchRegistry:
         chain: list[tuple[int, Site]] = []
         ident = watched.owner.holder if watched.owner is not None else None
         while ident in self.placed and len(chain) < 64:
-            site, parent = self.placed[ident]
+            site, parent, _ = self.placed[ident]
             if site is None:
                 break
             chain.append((ident, site))
             ident = parent
         return chain
+
+    def joined(self, watched: Watched) -> Site | None:
+        """For a parameter made after an optimizer: the last line of the function that asked for it (its
+        ``built_at``) that set its module, or a module above it, into another (``model.set_head(head)``)."""
+        made, ident, found = watched.built_at, watched.owner.holder if watched.owner is not None else None, None
+        for _ in range(64):
+            if made is None or ident not in self.placed:
+                break
+            _, ident, stack = self.placed[ident]
+            for _, code, site in stack:
+                if site.file == made.file and site.line > made.line and made.line in _own_lines(code):
+                    found = site if found is None or site.line > found.line else found
+        return found
 
     def watch_leaf(self, tensor: torch.Tensor, site: Site | None, owner: tuple[nn.Module, str] | None = None,
                    explicit: bool = False, user_leaf: bool = False) -> None:
@@ -279,6 +295,12 @@ class WatchRegistry:
             if module is not None:
                 alive.append((module, variable))
         return alive
+
+@functools.lru_cache(maxsize=64)
+def _own_lines(code: Any) -> frozenset[int]:
+    """The lines whose statements a code object runs itself (not those of the functions it defines)."""
+    return frozenset(line for _, _, line in code.co_lines() if line is not None)
+
 
 def owner_of(module: nn.Module, attr: str) -> Owner:
     """How a watched tensor remembers the module attribute it sits on, even after the module is gone."""

@@ -22,10 +22,12 @@ from gradcheck_l2c.record.locations import (
     inside_forward,
     library_callers,
     user_site,
+    user_stack,
 )
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.unregistered import constructing_module
 
 
 def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -47,6 +49,7 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
             elif isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
                 state.cuts.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
             state.registry.watch_leaf(param, site, user_leaf=True)
+            state.unregistered.made_by(state.registry.key_of(param), constructing_module(sys._getframe(1)))
             if inside_forward(sys._getframe(1)) is not None:
                 state.registry.get(param).made_in_forward = True  # lazily, at a module's first call
         elif "__deepcopy__" in library_callers(1):
@@ -80,7 +83,8 @@ def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[
                     if kind is torch.Tensor and value.is_inference():
                         state.origins.stored(value, user_site(1))
                 else:
-                    placed[id(value)] = (user_site(1), id(module))
+                    # after an optimizer was built, with the frames on the way (`WatchRegistry.joined`)
+                    placed[id(value)] = (user_site(1), id(module), user_stack(1) if state.clock.optimizers else ())
 
     return setattr_
 

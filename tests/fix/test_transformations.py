@@ -90,6 +90,20 @@ def test_module_attributes_are_registered_as_parameters_and_containers(source):
     assert script.fix("non_parameter_tensor", 12, "Net.later").startswith("words: .later is assigned again at line 15")
 
 
+def test_a_parameter_converted_after_wrapping_is_wrapped_after_converting(source):
+    script = source("""\
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self, device):
+                super().__init__()
+                self.w = nn.Parameter(torch.zeros(3), requires_grad=True).to(device)  # moved
+    """)
+    assert script.fix("non_parameter_tensor", 7, "Net.w").splitlines()[6].strip() == \
+        "self.w = nn.Parameter(torch.zeros(3).to(device), requires_grad=True)  # moved"
+
+
 def test_state_dict_snapshot_becomes_a_cloned_one(source):
     script = source("""\
         import torch

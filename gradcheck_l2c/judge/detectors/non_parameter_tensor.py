@@ -1,7 +1,8 @@
 """`non_parameter_tensor`: a module holds a grad-requiring tensor, or Parameters in a plain list/dict,
 that is not registered — so ``parameters()``, ``state_dict``, ``.to()`` and optimizers never see it; or
 a plain tensor attribute that user code treats as learnable (reads its ``.grad``, gives it to an optimizer),
-or a plain tensor fresh from ``torch.zeros``/``randn`` that nothing ever wrote, in a model an optimizer trains.
+or a plain tensor fresh from ``torch.zeros``/``randn`` that nothing ever wrote, in a model an optimizer trains;
+or a Parameter made in a module's ``__init__`` that it keeps elsewhere or only as a copy, so no module registers it.
 
 Modules are looked at while they are alive (at the first backward calls and at the end of the trace).
 """
@@ -36,6 +37,21 @@ def scan(run) -> list[Finding]:
                 "around it never changes it.",
                 f"make it a parameter: self.{attr} = nn.Parameter(...) (or register_buffer if it is a fixed "
                 "constant).",
+            ))
+            continue
+        if problem in ("copied", "elsewhere"):
+            found_at = not attr.startswith("<")
+            held = ("only a tensor computed from it (the copy `.to()`, `.float()` or `.cuda()` returns)"
+                    if problem == "copied" else "it in a plain object or container, not as its own attribute"
+                    if found_at else "it nowhere as its own attribute")
+            shown = name if found_at else run.name(next(iter(hidden)))
+            found.append(run.finding(
+                KIND, "warning", shown, site,
+                f"{shown} is an nn.Parameter made in {owner}.__init__, but {owner} holds {held}, so no module "
+                "registers it: parameters(), state_dict() and optimizers do not see it; it gets gradients but never "
+                "learns.",
+                "assign the Parameter itself to the module (self.<name> = nn.Parameter(...)) and use that "
+                "attribute; convert the tensor before wrapping it: nn.Parameter(t.to(device)).",
             ))
             continue
         if problem == "tensor":

@@ -49,8 +49,10 @@ def scan(run) -> list[Finding]:
                 site = meant.site
                 if watched.made_in_forward and _made_after(run, watched, meant):
                     site, related = event.site, {"used": meant.site}  # the lazy creation is the line to change
-                elif _made_after(run, watched, meant) and watched.built_at is not None and run.replaces(watched):
-                    site, related = watched.built_at, {"used": meant.site}  # the rebuild, not the optimizer
+                elif _made_after(run, watched, meant) and watched.built_at is not None \
+                        and (run.replaces(watched) or _trains_instead(run, watched, meant)):
+                    # the rebuild, or the new model trained in the old one's place, not the optimizer
+                    site, related = watched.joined or watched.built_at, {"used": meant.site}
                 elif meant.params_site is not None and not _made_after(run, watched, meant):
                     site, related["used"] = meant.params_site, meant.site  # the list that left it out
             found.append(run.finding(KIND, "warning", name, site, message, fix, event.count, related=related))
@@ -68,12 +70,14 @@ def scan(run) -> list[Finding]:
             f"[p for n, p in model.named_parameters() if n != '{attr}'].",
             event.count,
         ))
-    return found + _unread(run) + _never_stepped(run)
+    never = _never_stepped(run)
+    return found + _unread(run, {(f.file, f.line) for f in never}) + never
 
 
 def _never_stepped(run) -> list[Finding]:
     """Optimizers whose parameters got gradients from several backwards, but that never stepped: the one
-    ``step()`` call the script has for them never ran (a condition that is never true)."""
+    ``step()`` call the script has for them never ran (a condition that is never true), or the script has
+    none, and a backward that reached only their parameters is where it belongs."""
     found = []
     if run.record.backwards < 2:
         return found
@@ -83,13 +87,24 @@ def _never_stepped(run) -> list[Finding]:
                 and run.record.watched_at(key).ever_grad and not run.record.watched_at(key).grad_used]
         if record.step_order >= 0 or not keys or record.site is None:
             continue
+        shown = listed(sorted({run.name(key) for key in keys}))
+        if record.step_call is None and record.lone_backward is not None:
+            call = f"{min(record.names)}.step()" if record.names else "step()"
+            found.append(run.finding(
+                KIND, "warning", shown, record.lone_backward,
+                f"{run.record.backwards} backward passes gave gradients to the parameters of the {record.name} "
+                f"built at {record.site}, but the script never calls its step(): the gradients of the backward here "
+                "reach only its parameters, and no step ever uses them, so they never changed.",
+                f"call {call} after this backward (and zero_grad() before the next one).",
+                related={"used": record.site},
+            ))
+            continue
         if record.step_guard is not None:
             where = f"its step() at {record.step_call} never ran: the condition here was never true"
         elif record.step_call is not None:
             where = f"its step() at {record.step_call} never ran"
         else:
             where = "no step() call ran for it"
-        shown = listed(sorted({run.name(key) for key in keys}))
         found.append(run.finding(
             "no_update", "warning", shown, record.step_guard or record.step_call or record.site,
             f"{run.record.backwards} backward passes gave gradients to the parameters of the {record.name} built at "
@@ -101,12 +116,13 @@ def _never_stepped(run) -> list[Finding]:
     return found
 
 
-def _unread(run) -> list[Finding]:
-    """Backwards whose gradients no step read: the optimizer stepped before them and cleared them after."""
+def _unread(run, never: set[tuple[str, int]]) -> list[Finding]:
+    """Backwards whose gradients no step read: the optimizer stepped before them and cleared them after (not
+    those of an optimizer that never stepped, at the lines in ``never``: its missing step is the finding)."""
     found = []
     erased = {event.extra.get("optimizer") for event in run.record.events(KIND) if event.detail == "erased"}
     for entry in run.record.unread_backwards:
-        if entry.optimizer in erased:
+        if entry.optimizer in erased or (entry.site is not None and (entry.site.file, entry.site.line) in never):
             continue  # a zero_grad() between backward and step: told as erased gradients, at that zero_grad()
         found.append(run.finding(
             KIND, "warning", entry.optimizer, entry.step_site or entry.site,
@@ -140,6 +156,12 @@ def _none(run, watched, record) -> tuple[str, str]:
                 "optimizer keeps updating the old one.",
                 "put the values into the existing parameters instead of making new ones (module.load_state_dict(...), "
                 f"or `with torch.no_grad(): param.copy_(...)`), or build the {record.name} again after this line.")
+    if _made_after(run, watched, record) and watched.built_at is not None and _trains_instead(run, watched, record):
+        return (f"{name} gets gradients but is in no optimizer, so it never changes: its model (or module) was made "
+                f"after the {record.name} built at {record.site} and is trained in place of the parameters that "
+                "optimizer holds, which no backward reached since.",
+                f"build the {record.name} for the new model after this line (from its parameters()), or put the "
+                "values into the old model (old.load_state_dict(new.state_dict())) instead of making a new one.")
     if _made_after(run, watched, record):
         return (f"{name} gets gradients but is in no optimizer, so it never changes: it was made after the "
                 f"{record.name} built here, which holds only the parameters that existed then.",
@@ -158,6 +180,13 @@ def _made_after(run, watched, record) -> bool:
     return record.ordinal > 0 and watched.optimizers_before >= record.ordinal
 
 
+def _trains_instead(run, watched, record) -> bool:
+    """A new model bound to a name after the optimizer (``net = Net2()``, ``copy = deepcopy(model)``) is trained,
+    while no backward since reached any parameter the optimizer holds: it steps a model the script left."""
+    return watched.rebound and not any(run.record.watched_at(key).last_reached > watched.born
+                                       for key in record.keys)
+
+
 def _no_backward(run, event) -> Finding:
     """A step in a run that called no backward at all: its parameters never get a gradient, every step is void."""
     optimizer = event.extra["optimizer"]
@@ -169,13 +198,26 @@ def _no_backward(run, event) -> Finding:
 
 
 def _meant_for(run, name: str):
-    """The optimizer that should hold the parameter ``name``: the only one, or the one holding other
-    parameters of the same model."""
+    """The optimizer that should hold the parameter ``name``: the only one, or the one holding the parameters
+    nearest to it in the module tree (``shared.decoder.w`` goes with ``shared.encoder``'s optimizer, not with
+    the one of the experts beside ``shared``)."""
     records = [r for r in run.record.optimizers if r.site is not None]
     if len(records) == 1:
         return records[0]
-    model = name.split(".", 1)[0]
+    path = name.split(".")
+    best, depth = None, 0
     for record in records:
-        if any(run.name(key).split(".", 1)[0] == model for key in record.keys):
-            return record
-    return None
+        shared = max((_common(path, run.name(key).split(".")) for key in record.keys), default=0)
+        if shared > depth:
+            best, depth = record, shared
+    return best
+
+
+def _common(a: list[str], b: list[str]) -> int:
+    """How many leading components two dotted names share."""
+    count = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        count += 1
+    return count

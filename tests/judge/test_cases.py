@@ -181,6 +181,39 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing; left: a buffer filled by nn.init and used in forward is the only report of a weight "
         "registered as a buffer, and register_buffer is how fixed random matrices (random Fourier features) are "
         "kept on purpose",
+    # Batch 11, first pass on b7df41e (tests/cases/README.md).
+    "b11_coqui_bwe_generator_loss_overwritten":
+        "first pass: nothing",
+    "b11_ageprogression_tv_reg_loss_times_zero":
+        "first pass: nothing",
+    "b11_graphgpt_logit_scale_parameter_made_in_loss":
+        "first pass: optimizer w :31",
+    "b11_hvpnet_crf_fc_params_not_appended":
+        "first pass: optimizer w :26",
+    "b11_hdmnet_kshot_reweighting_not_in_optimizer":
+        "first pass: optimizer w :23",
+    "b11_opacus_validator_fix_after_optimizer":
+        "first pass: optimizer w :24; unused_parameter w :22",
+    "b11_vame_scheduler_off_gamma_zero":
+        "first pass: nothing",
+    "b11_oac_sac_policy_loss_before_critic_steps":
+        "first pass: inplace_saved e :30; unused_parameter w :11",
+    "b11_adversarial_deepfakes_normalize_inplace_per_channel":
+        "first pass: nothing",
+    "b11_unsupdis_homography_eps_clamp_on_chunk_view":
+        "first pass: nothing",
+    "b11_rdrop_summarization_backward_twice":
+        "first pass: autograd_error e :45",
+    "b11_art_pgd_generate_under_no_grad":
+        "first pass: no_grad e :39",
+    "b11_yolov5_adv_val_enable_grad_in_inference_mode":
+        "first pass: nothing",
+    "b11_ronan_latent_noise_through_no_grad_pipeline":
+        "first pass: no_grad e :18",
+    "b11_dgl_gated_graph_conv_absent_edge_types":
+        "first pass: unused_parameter e :14",
+    "b11_function_backward_autograd_grad_without_graph":
+        "first pass: non_differentiable e :42; non_parameter_tensor w :30",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

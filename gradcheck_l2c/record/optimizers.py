@@ -11,7 +11,7 @@ import torch
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_stack
-from gradcheck_l2c.record.param_sources import step_call_guard
+from gradcheck_l2c.record.param_sources import group_left_out, params_built_at, step_call_guard
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
 from gradcheck_l2c.record.torch_internals import functions_off
@@ -36,6 +36,8 @@ class OptimizerRecord:
     step_call: Site | None = None  # never stepped: the one `<name>.step()` line the script has for it
     step_guard: Site | None = None  # and the `if` around that call
     params_site: Site | None = None  # where the list it was given was built, when not on its own line
+    group_site: Site | None = None  # a parameter group built beside it and never given to it: its last line
+    group_keys: set[int] = field(default_factory=set)  # and the watched keys in that group
     lone_backward: Site | None = None  # not stepped yet: an early backward that reached its parameters, no other's
     step_order: int = -1  # when, on the trace's count of steps
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
@@ -55,6 +57,16 @@ class OptimizerRecord:
         if id(tensor) not in self._ids:
             return False
         return any(ref() is tensor for ref in self.params)
+
+
+def note_sources(record: OptimizerRecord, frame: Any, registry: WatchRegistry) -> None:
+    """Where the parameter list a new optimizer was given was built, and a parameter group built beside it in
+    the calling function but never given to it (`param_sources`): the lines a left-out parameter is fixed at."""
+    record.params_site = params_built_at(frame, record.name)
+    left = group_left_out(frame, {id(ref()) for ref in record.params})
+    if left is not None:
+        record.group_site = left[0]
+        record.group_keys = {registry.key_of(p) for p in left[1]} - {None}
 
 
 @dataclass

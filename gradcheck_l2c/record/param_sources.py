@@ -1,7 +1,7 @@
 """Where the parameter list given to an optimizer was built, when that is not the optimizer's own line: a
 variable assigned earlier (``params = list(a.parameters()) + list(b.parameters())``) or a method of the
-user's that returns the groups (``model.get_optimizer_parameters(lr)``). A parameter left out of the list
-is fixed there.
+user's that returns the groups (``model.get_optimizer_parameters(lr)``), the last of groups written one a line,
+or a group built beside the list and never added to it. A parameter left out of the list is fixed there.
 
 The optimizer's call is found in the syntax tree of the calling line; a name is followed to its last
 assignment above the call in the same function, and a called function (looked up in the running frame,
@@ -16,6 +16,8 @@ import linecache
 from types import FrameType
 from typing import Any
 
+import torch
+
 from gradcheck_l2c.record.locations import USER, Site, frame_kind
 
 
@@ -26,9 +28,47 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     params, assigned = _params_argument(filename, line, optimizer_class)
     if isinstance(params, ast.Name):
         return Site(filename, assigned) if assigned is not None else None
+    if isinstance(params, (ast.List, ast.Tuple)) and params.elts and params.end_lineno != params.lineno:
+        return Site(filename, params.elts[-1].end_lineno)  # groups one a line: a left-out one goes after the last
     if isinstance(params, ast.Call):
         return _returned_at(_resolve(params.func, frame))
     return None
+
+
+def group_left_out(frame: FrameType, held: set[int]) -> tuple[Site, list[Any]] | None:
+    """A parameter group (a dict with a ``"params"`` list, the optimizer's own format) that the function building
+    the optimizer holds in a variable, with parameters the optimizer does not hold: made and never given to it
+    (``parameters.append(group)`` forgotten). Its parameters, and the line above the call that last built or
+    extended it, after which it goes into the optimizer's list."""
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    found = None
+    for name, value in frame.f_locals.items():
+        group = value.get("params") if type(value) is dict else None
+        if type(group) is not list or not group or any(id(p) in held for p in group):
+            continue
+        touched = _last_touch(filename, line, name)
+        if touched is not None and (found is None or touched > found[0].line):
+            found = Site(filename, touched), [p for p in group if isinstance(p, torch.nn.Parameter)]
+    return found if found is not None and found[1] else None
+
+
+@functools.lru_cache(maxsize=256)
+def _last_touch(filename: str, line: int, name: str) -> int | None:
+    """The last line above ``line``, in the function holding it, that assigns ``name`` or calls a method on it
+    or on a part of it (``name["params"].append(p)``)."""
+    tree = source_tree(filename)
+    if tree is None:
+        return None
+    scope = _scope(tree, line)
+    found = _last_assignment(tree, name, line)
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call) and node.lineno < line and isinstance(node.func, ast.Attribute):
+            root = node.func.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == name and (found is None or node.lineno > found):
+                found = node.lineno
+    return found
 
 
 @functools.lru_cache(maxsize=256)
@@ -137,19 +177,24 @@ def _optimizer_call(tree: ast.Module, line: int, optimizer_class: str) -> ast.Ca
 def _last_assignment(tree: ast.Module, name: str, before: int) -> int | None:
     """The last line above ``before``, in the innermost function holding it (or the module), that assigns
     ``name`` as a whole (``=``, ``+=``, an annotated assignment)."""
-    scope: ast.AST = tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                and node.lineno <= before <= (node.end_lineno or node.lineno) and node.lineno >= getattr(scope, "lineno", 0):
-            scope = node
     found = None
-    for node in ast.walk(scope):
+    for node in ast.walk(_scope(tree, before)):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.lineno < before:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets):
                 if found is None or node.lineno > found:
                     found = node.lineno
     return found
+
+
+def _scope(tree: ast.Module, line: int) -> ast.AST:
+    """The innermost function holding ``line``, or the module."""
+    scope: ast.AST = tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.lineno <= line <= (node.end_lineno or node.lineno) and node.lineno >= getattr(scope, "lineno", 0):
+            scope = node
+    return scope
 
 
 def _resolve(func: ast.expr, frame: FrameType) -> Any:

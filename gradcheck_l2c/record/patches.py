@@ -37,7 +37,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from gradcheck_l2c.record import wrappers
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, user_frame, user_site
-from gradcheck_l2c.record.param_sources import params_built_at
+from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, own_parameters
 
@@ -224,7 +224,7 @@ class Patches:
             record.created, record.ordinal = state.clock.steps, state.clock.optimizers
             frame = user_frame(1)
             if frame is not None:
-                record.params_site = params_built_at(frame, type(optimizer).__name__)
+                note_sources(record, frame, state.registry)
             for ref in record.params:
                 param = ref()
                 if param is not None and not param.requires_grad:

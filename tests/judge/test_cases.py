@@ -186,14 +186,11 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing",
     "b11_ageprogression_tv_reg_loss_times_zero":
         "first pass: nothing",
-    "b11_graphgpt_logit_scale_parameter_made_in_loss":
-        "first pass: optimizer w :31",
-    "b11_hvpnet_crf_fc_params_not_appended":
-        "first pass: optimizer w :26",
-    "b11_hdmnet_kshot_reweighting_not_in_optimizer":
-        "first pass: optimizer w :23",
     "b11_opacus_validator_fix_after_optimizer":
-        "first pass: optimizer w :24; unused_parameter w :22",
+        "first pass: optimizer w :24; unused_parameter w :22; left: fresh layers (GroupNorm for BatchNorm2d) put "
+        "into the model by a call after the optimizer are named at the optimizer, as b4_prune_speedup_after_optimizer"
+        " (:31), b4_resize_embeddings_after_optimizer (:28) and b6_t5_adapter_added_after_optimizer (:57) expect: "
+        "the two conventions conflict",
     "b11_vame_scheduler_off_gamma_zero":
         "first pass: nothing",
     "b11_oac_sac_policy_loss_before_critic_steps":
@@ -211,7 +208,10 @@ KNOWN_MISSES: dict[str, str] = {
     "b11_ronan_latent_noise_through_no_grad_pipeline":
         "first pass: no_grad e :18",
     "b11_dgl_gated_graph_conv_absent_edge_types":
-        "first pass: unused_parameter e :14",
+        "first pass: unused_parameter e :14; left: unused layers are named where the layer's own __init__ makes "
+        "them (:14, the ModuleList), as b7_monai_attention_proj_unused and b6_dpt_fusion_layer0_unused expect, not "
+        "at the caller that chose their count (n_etypes=8); with dgl's GatedGraphConv in the library, that caller "
+        "is already the first user line",
     "b11_function_backward_autograd_grad_without_graph":
         "first pass: non_differentiable e :42; non_parameter_tensor w :30",
 }

@@ -1,5 +1,6 @@
 """A parameter in no optimizer is named where it was left out: the line that built the list the optimizer
-was given (a variable assigned above, a method of the user's that returns the groups), or the line of a
+was given (a variable assigned above, a method of the user's that returns the groups, the last of groups written
+one a line), a group built beside that list and never given (where it was last extended), or the line of a
 forward that made it lazily after the optimizer was built; otherwise the optimizer's own line."""
 from __future__ import annotations
 
@@ -70,6 +71,38 @@ model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
 opt = torch.optim.SGD(model[0].parameters(), lr=0.1)  # <- optimizer
 """)
     assert {f.line for f in found} == {script.line("optimizer")}
+
+
+def test_groups_written_one_a_line_in_the_call_are_named_at_the_last_group(snippet):
+    """The group left out goes after the last one written."""
+    script, found = optimizer_findings(snippet, """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD([
+    {"params": model[2].parameters(), "lr": 0.05},
+    {"params": model[4].parameters()},  # <- last
+], lr=0.1)
+""")
+    assert {(f.line, f.tensor) for f in found} == {(script.line("last"), "Sequential.0.weight"),
+                                                 (script.line("last"), "Sequential.0.bias")}
+
+
+GROUP_BUILT_BESIDE = """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+groups = [{"params": [p for p in model.parameters() if p.dim() > 1]}]
+biases = {"params": [], "weight_decay": 0.0}
+for layer in (model[0], model[2]):
+    biases["params"].append(layer.bias)  # <- extended
+opt = torch.optim.SGD(groups, lr=0.1)  # <- optimizer
+"""
+
+
+def test_a_group_built_beside_the_list_and_never_given_is_named_where_it_was_last_extended(snippet):
+    script, found = optimizer_findings(snippet, GROUP_BUILT_BESIDE)
+    assert {(f.line, f.tensor) for f in found} == {(script.line("extended"), "Sequential.0.bias"),
+                                                 (script.line("extended"), "Sequential.2.bias")}
+    assert ("used", script.line("optimizer")) in places(found[0])
+    fixed, found = optimizer_findings(snippet, GROUP_BUILT_BESIDE.replace("opt =", "groups.append(biases)\nopt ="))
+    assert found == []
 
 
 def test_a_parameter_made_lazily_in_forward_after_the_optimizer_is_named_where_it_is_made(snippet):

@@ -121,3 +121,22 @@ for step in range(3):
     assert {(f.kind, f.line) for f in found} == {("optimizer", script.line("critic"))}
     assert places(found[0]) == {("used", script.line("built"))}
     assert "critic_opt.step()" in found[0].fix
+
+
+def test_a_parameter_made_anew_at_every_step_is_named_where_it_is_made(snippet):
+    """A helper run at every step that wraps a new ``nn.Parameter``: each gets one gradient and is dropped, so
+    the line that makes it is the one to change; one made once after the optimizer stays at the optimizer."""
+    script, found = loud(snippet, """
+def shifted(out):
+    offset = nn.Parameter(torch.full((1,), 0.5))  # <- made
+    return out + offset
+
+body = nn.Linear(4, 1)
+opt = torch.optim.SGD(body.parameters(), lr=0.1)  # <- optimizer
+gain = nn.Parameter(torch.ones(1))
+model = lambda h: shifted(body(h)) * gain
+""")
+    assert {(f.kind, f.line) for f in found} == {("optimizer", script.line("made")),
+                                                 ("optimizer", script.line("optimizer"))}
+    made = next(f for f in found if f.line == script.line("made"))
+    assert places(made) >= {("used", script.line("optimizer"))} and "__init__" in made.fix

@@ -16,6 +16,7 @@ KIND = "optimizer"
 def scan(run) -> list[Finding]:
     record = run.record
     found = []
+    remade = _remade_sites(run)
     for event in record.events(KIND):
         if event.detail == "erased":
             optimizer = event.extra["optimizer"]
@@ -43,16 +44,19 @@ def scan(run) -> list[Finding]:
             if any(event.key in hidden.keys for hidden in record.unregistered.values()):
                 continue  # no module registers it: that (non_parameter_tensor) is the line to change
             meant = _meant_for(run, name)
-            message, fix = _none(run, watched, meant)
+            anew = watched.user_leaf and watched.site in remade
+            message, fix = _none(run, watched, meant, anew)
             site, related = event.site, {"defined": event.site}
             if meant is not None:
                 site = meant.site
-                if watched.made_in_forward and _made_after(run, watched, meant):
+                if (watched.made_in_forward or anew) and _made_after(run, watched, meant):
                     site, related = event.site, {"used": meant.site}  # the lazy creation is the line to change
                 elif _made_after(run, watched, meant) and watched.built_at is not None \
                         and (run.replaces(watched) or _trains_instead(run, watched, meant)):
                     # the rebuild, or the new model trained in the old one's place, not the optimizer
                     site, related = watched.joined or watched.built_at, {"used": meant.site}
+                elif event.key in meant.group_keys and not _made_after(run, watched, meant):
+                    site, related["used"] = meant.group_site, meant.site  # the group built and never given
                 elif meant.params_site is not None and not _made_after(run, watched, meant):
                     site, related["used"] = meant.params_site, meant.site  # the list that left it out
             found.append(run.finding(KIND, "warning", name, site, message, fix, event.count, related=related))
@@ -136,7 +140,7 @@ def _unread(run, never: set[tuple[str, int]]) -> list[Finding]:
     return found
 
 
-def _none(run, watched, record) -> tuple[str, str]:
+def _none(run, watched, record, anew: bool = False) -> tuple[str, str]:
     """Message and fix for a parameter in no optimizer: made after the optimizer, or left out of its list."""
     name = watched.name
     freeze = "; freeze it with requires_grad_(False) if it should not learn."
@@ -144,6 +148,13 @@ def _none(run, watched, record) -> tuple[str, str]:
         return (f"{name} gets gradients but is in no optimizer, so it never changes.",
                 "pass it to an optimizer (model.parameters() holds every parameter), or add it with "
                 "optimizer.add_param_group({'params': [param]})" + freeze)
+    if anew and _made_after(run, watched, record):
+        return (f"{name} gets gradients but is in no optimizer, so it never changes: this line makes a new "
+                f"Parameter at every call, after the {record.name} built at {record.site}, so each step's "
+                "gradient lands on a fresh one that no optimizer holds and the next call starts again from the "
+                "initial value.",
+                "make it once, as a Parameter of the model (self.x = nn.Parameter(...) in __init__), build the "
+                f"{record.name} from model.parameters(), and use that Parameter here" + freeze)
     if _made_after(run, watched, record) and watched.made_in_forward:
         return (f"{name} gets gradients but is in no optimizer, so it never changes: it is made here, in a forward "
                 f"(at its first call), after the {record.name} built at {record.site}, which holds only the "
@@ -173,6 +184,16 @@ def _none(run, watched, record) -> tuple[str, str]:
             (f"give the {record.name} all parameters (model.parameters())" if record.params_site is None else
              f"add it to the parameter list built here, which the {record.name} takes")
             + ", or add the left-out ones with optimizer.add_param_group({'params': [...]})" + freeze)
+
+
+def _remade_sites(run) -> set:
+    """The lines where user code made free Parameters (``nn.Parameter(...)`` on no module) more than once after an
+    optimizer was built: code that runs at every step (a loss function, a forward) makes a new one at each call."""
+    seen, again = set(), set()
+    for watched in run.record.watched():
+        if watched.user_leaf and watched.owner is None and watched.optimizers_before > 0 and watched.site is not None:
+            (again if watched.site in seen else seen).add(watched.site)
+    return again
 
 
 def _made_after(run, watched, record) -> bool:

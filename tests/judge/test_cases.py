@@ -198,12 +198,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing",
     "b11_oac_sac_policy_loss_before_critic_steps":
         "first pass: inplace_saved e :30; unused_parameter w :11",
-    "b11_adversarial_deepfakes_normalize_inplace_per_channel":
-        "first pass: nothing",
-    "b11_unsupdis_homography_eps_clamp_on_chunk_view":
-        "first pass: nothing",
-    "b11_rdrop_summarization_backward_twice":
-        "first pass: autograd_error e :45",
     "b11_art_pgd_generate_under_no_grad":
         "first pass: no_grad e :39",
     "b11_yolov5_adv_val_enable_grad_in_inference_mode":

@@ -196,8 +196,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: optimizer w :24; unused_parameter w :22",
     "b11_vame_scheduler_off_gamma_zero":
         "first pass: nothing",
-    "b11_oac_sac_policy_loss_before_critic_steps":
-        "first pass: inplace_saved e :30; unused_parameter w :11",
     "b11_art_pgd_generate_under_no_grad":
         "first pass: no_grad e :39",
     "b11_yolov5_adv_val_enable_grad_in_inference_mode":

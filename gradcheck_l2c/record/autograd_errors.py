@@ -1,6 +1,7 @@
 """Autograd's own errors, as facts: every RuntimeError a traced ``backward()`` or ``torch.autograd.grad()``
-raised, and the autograd errors an op raises in forward (an in-place write into a leaf that requires grad,
-an inference tensor saved for backward, ``deepcopy`` of a tensor with history). Each is kept when it is
+raised, and the autograd errors an op raises in forward (an in-place write into a leaf that requires grad or
+into one of several views an op returned, an inference tensor saved for backward, ``deepcopy`` of a tensor
+with history). Each is kept when it is
 raised, so a script that catches it and goes on still has it judged.
 
 A fact holds the user line that made the call, PyTorch's message, its category, and, where the run's facts
@@ -23,7 +24,7 @@ import torch
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.args import op_label, tensors_in
 from gradcheck_l2c.record.code_lines import return_lines, stores_attribute
-from gradcheck_l2c.record.ddp import UNUSED_ERRORS
+from gradcheck_l2c.record.error_categories import IN_FORWARD, classify, multiple_views
 from gradcheck_l2c.record.failures import BackwardFailure
 from gradcheck_l2c.record.locations import USER, Site, attribute_site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
@@ -34,43 +35,12 @@ from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
 
-#: Each category of autograd error and the words of PyTorch's message that tell it, checked in order.
-CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("freed_graph", ("backward through the graph a second time",)),
-    ("inplace_saved", ("modified by an inplace operation",)),
-    ("inplace_leaf", ("leaf Variable that requires grad is being used in an in-place operation",)),
-    ("inference_saved", ("Inference tensors cannot be saved for backward",)),
-    ("non_scalar_root", ("grad can be implicitly created only for",)),
-    ("unused_input", ("appears to not have been used in the graph",)),
-    ("input_no_grad", ("One of the differentiated Tensors does not require grad",)),
-    ("function_backward", ("returned an incorrect number of gradients", "returned an invalid gradient at index",
-                           "but the corresponding forward input was not a Variable")),
-    ("function_no_backward", ("You must implement either the backward or vjp method",)),
-    ("deepcopy_non_leaf", ("support the deepcopy protocol",)),
-    ("numpy_requires_grad", ("Can't call numpy() on Tensor that requires grad",)),
-    ("hook_no_grad", ("cannot register a hook on a tensor that doesn't require gradient",)),
-    ("graphless", ("does not require grad and does not have a grad_fn",)),
-    ("requires_grad_non_leaf", ("you can only change requires_grad flags of leaf variables",)),
-    ("gradient_shape", ("Mismatch in shape: grad_output",)),
-    ("ddp", UNUSED_ERRORS),
-)
-#: The categories an op raises in forward (the others come from a backward or autograd.grad).
-IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad", "hook_no_grad",
-                        "requires_grad_non_leaf"})
 _FUNCTION = re.compile(r"[Ff]unction (\w+) returned")
 _COUNTS = re.compile(r"expected (\d+), got (\d+)")
 _FREED = "already been freed"
 _WALK = 2_000  # nodes looked at below the freed boundary to confirm the graph there was freed
 _CHECKS = 16  # boundaries looked at
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
-
-
-def classify(text: str) -> str:
-    """The category of an autograd error message; ``other`` for one this table does not know."""
-    for category, words in CATEGORIES:
-        if any(word in text for word in words):
-            return category
-    return "other"
 
 
 @dataclass
@@ -158,7 +128,8 @@ class ErrorRecorder:
                 target = args[0] if args and isinstance(args[0], Tensor) else None
                 cause, subject = call, None
                 detail = {"op": label, "view": "view of a leaf" in text,
-                          "has_grad": target is not None and target.grad is not None}
+                          "has_grad": target is not None and target.is_leaf and target.grad is not None,
+                          **multiple_views(text)}
         key = self.registry.key_of(target)
         if key is not None:
             resolve_names(self.registry)  # the name the note gives is the one the report will
@@ -216,10 +187,11 @@ class ErrorRecorder:
                 if not _freed_below(node):
                     continue  # made before that backward, but not part of the graph it freed
                 root = any(node is start for start in starts)
-                site = self._stored_at(stack) or (_first_made(origins, node, stack) if root else None) \
+                first, again = _called_again(origins.freed_path) if root else (None, None)
+                site = again or self._stored_at(stack) or (_first_made(origins, node, stack) if root else None) \
                     or origins.site_in_running(stack)
                 detail = {"node": type(node).__name__, "freed_by": origins.freed_by, "root": root,
-                          "inner": stack[0][2] if stack and stack[0][2] != site else None}
+                          "inner": stack[0][2] if stack and stack[0][2] != site else None, "first_call": first}
                 return site, detail
             for child, _ in node.next_functions:
                 if child is not None and id(child) not in seen:
@@ -290,6 +262,20 @@ def _first_made(origins: Origins, root: Any, stack: Any) -> Site | None:
         if entry is not None and entry[:2] == frame[:2] and number is not None and (first is None or number < first):
             first, site = number, entry[2]
     return site
+
+
+def _called_again(freed_path: tuple[Site, ...]) -> tuple[Site | None, Site | None]:
+    """A loss backpropagated whole a second time by another call than the one that freed its graph (a helper
+    that already ran backward, and its caller that runs it again): on the refused backward's path, the line
+    where it leaves the first one's (the duplicate call), and the first one's line there. Nones when both came
+    the same way (a loop running one backward line again on a loss made once before it: that forward must move)
+    or are two backward lines of one function (both written there on purpose: the graph must be kept or remade)."""
+    path = tuple(site for _, _, site in user_stack(1))
+    for depth, (first, second) in enumerate(zip(reversed(freed_path), reversed(path))):
+        if first != second:
+            innermost = depth == len(path) - 1 and depth == len(freed_path) - 1
+            return (None, None) if innermost else (first, second)
+    return None, None
 
 
 def _unreduced_term(node: Any) -> Any:

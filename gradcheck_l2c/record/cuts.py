@@ -61,6 +61,7 @@ class CutRecorder:
         new: dict[int, Event] = {}
         inherited: Taint | None = None
         callers: tuple[Site, ...] | None = None
+        handed: tuple[bool, ...] = ()
         # keys whose gradient arrived where it was meant to: this cut changed nothing for them (a zero-
         # derivative op also explains exactly-zero gradients that did arrive)
         settled = self.taints.settled if kind != "non_differentiable" else ()
@@ -81,8 +82,9 @@ class CutRecorder:
                     facts = dict(extra, rebuilds=True) if key == rebuilt else dict(extra)
                     if kind == "no_grad" and not self.events.has(kind, key, site, detail):
                         # where the function running this line was called: grad may be off out there
-                        callers = callers if callers is not None else tuple(s for *_, s in user_stack(2)[1:])
-                        facts["callers"] = callers
+                        if callers is None:
+                            callers, handed = tuple(s for *_, s in user_stack(2)[1:]), _handed_graph_tensors()
+                        facts["callers"], facts["handed"] = callers, handed
                     new[key] = self.events.record(kind, key, site, detail, source=source, **facts)
         if not new:
             return inherited
@@ -250,3 +252,20 @@ def _in_module_apply() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _handed_graph_tensors() -> tuple[bool, ...]:
+    """For each user frame above the cut's own, innermost first (as ``callers``): whether its function was called
+    with a tensor that requires grad among its arguments (a pipeline handed the tensor to optimise, which a
+    ``@torch.no_grad()`` on it cuts at the call), read from the running frames."""
+    frames, frame = [], sys._getframe(1)
+    while frame is not None:
+        if frame_kind(frame.f_code.co_filename) == USER:
+            frames.append(frame)
+        frame = frame.f_back
+    handed = []
+    for frame in frames[1:]:
+        code, values = frame.f_code, frame.f_locals
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        handed.append(any(isinstance(values.get(name), Tensor) and values[name].requires_grad for name in names))
+    return tuple(handed)

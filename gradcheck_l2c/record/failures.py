@@ -89,13 +89,13 @@ class FailureRecorder:
         stale = int(match["version"])
         # several writes since it was saved: the first one (the version after the expected one) is the change
         first = int(match["expected"]) + 1 if match["expected"] is not None else stale
-        saver = _saver(roots)
+        saver, pairs = _stale_saved(roots)
         saver_name = type(saver).__name__ if saver is not None else "an operation"
         saver_site = graph.node_site(saver)
         symptom = user_site(2)
         self._reentered(roots)
         write = self._write(shape, first, exact=True) or self._write(shape, stale, exact=True)
-        step = self._stepped(shape, stale) if write is None else None
+        step = self._stepped([(shape, stale)] + pairs) if write is None else None
         if step is not None:
             optimizer = _optimizer_name(step)
             self.events.record(KIND, -1, _in_shared_frame(step.step_stack, user_stack(2)) or step.step_site, f"{optimizer}.step()", saver=saver_name,
@@ -129,16 +129,18 @@ class FailureRecorder:
                 return write
         return None
 
-    def _stepped(self, shape: tuple[int, ...], stale: int) -> OptimizerRecord | None:
-        """The optimizer whose latest ``step()`` holds a parameter of this shape (or its transpose, which
-        linear layers save) now at this version: that step changed it after the graph saved it."""
-        for record in sorted(self.optimizers.records, key=lambda r: r.step_order, reverse=True):
+    def _stepped(self, stale: list[tuple[tuple[int, ...], int]]) -> OptimizerRecord | None:
+        """Of the optimizers whose latest ``step()`` holds a parameter of a stale saved tensor's shape (or its
+        transpose, which linear layers save) now at its version, the one that stepped first: every step from
+        it on changed weights the graph saved, and it is where the steps went ahead of this backward (several
+        critics stepped before the actor's loss that used them all)."""
+        for record in sorted(self.optimizers.records, key=lambda r: r.step_order):
             optimizer = record.optimizer()
             if optimizer is None or record.step_site is None:
                 continue
             for group in optimizer.param_groups:
                 for param in group["params"]:
-                    if version(param) == stale and tuple(param.shape) in (shape, shape[::-1]):
+                    if any(version(param) == at and tuple(param.shape) in (shape, shape[::-1]) for shape, at in stale):
                         return record
         return None
 
@@ -175,8 +177,10 @@ def _optimizer_name(record: OptimizerRecord) -> str:
     return record.name
 
 
-def _saver(roots: list[torch.Tensor]) -> Any:
-    """The node whose saved tensor is stale: reading it raises the same error."""
+def _stale_saved(roots: list[torch.Tensor]) -> tuple[Any, list[tuple[tuple[int, ...], int]]]:
+    """The first node whose saved tensor is stale (reading it raises the same error), and the shape and version
+    of every stale tensor the graph saved."""
+    saver, stale = None, []
     for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
         for attr in dir(node):
             if not attr.startswith(SAVED_PREFIX):
@@ -184,6 +188,9 @@ def _saver(roots: list[torch.Tensor]) -> Any:
             try:
                 getattr(node, attr)
             except RuntimeError as error:
-                if "modified by an inplace operation" in str(error):
-                    return node
-    return None
+                match = _MESSAGE.search(str(error)) if "modified by an inplace operation" in str(error) else None
+                if match is not None:
+                    saver = saver or node
+                    stale.append((tuple(int(s) for s in match["shape"].replace(" ", "").split(",") if s),
+                                  int(match["version"])))
+    return saver, stale

@@ -35,6 +35,7 @@ class Origins:
         self._inference: dict[int, tuple[weakref.ref, tuple[Site | None, ...]]] = {}
         self.freed_up_to: int | None = None  # sequence number of the newest root a backward freed
         self.freed_by: Site | None = None  # the user line of that backward
+        self.freed_path: tuple[Site, ...] = ()  # the user lines that called it, innermost first
 
     def made(self, out: Any) -> None:
         """An op in grad mode returned ``out`` (a tensor or a tuple of them): note its line on their nodes."""
@@ -81,6 +82,7 @@ class Origins:
         if newest:
             self.freed_up_to = max(max(newest), self.freed_up_to if self.freed_up_to is not None else -1)
             self.freed_by = user_site(1)
+            self.freed_path = tuple(site for _, _, site in user_stack(1))
 
     # ---- answers, read when an error is recorded ----------------------------------------------------
 

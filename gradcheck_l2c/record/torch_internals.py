@@ -74,8 +74,8 @@ def mode_stack() -> list[Any]:
 
 
 def version(tensor: torch.Tensor) -> int:
-    """The tensor's in-place write counter."""
-    return tensor._version
+    """The tensor's in-place write counter; -1 for an inference tensor, which has none (reading it raises)."""
+    return -1 if tensor.is_inference() else tensor._version
 
 
 def sequence_nr(node: Any) -> int | None:

@@ -11,7 +11,11 @@ b6_sar_loss_not_scalar, b7_refnerf_normals_under_inference_mode, b9_lightning_te
 made to write in place: b8_xception_inplace_relu_after_identity, b8_mvanet_modules_set_inplace; for requires_grad on a
 non-leaf, an inference tensor made under a caller's block, a row write into a saved tensor and computed weights
 loaded into a model: b10_pinn_moving_boundary_requires_grad_non_leaf, b10_deepfool_requires_grad_on_updated_image,
-b10_qat_calibration_in_inference_mode, b10_row_update_of_saved_matmul_input, b10_melu_local_update_load_state_dict.
+b10_qat_calibration_in_inference_mode, b10_row_update_of_saved_matmul_input, b10_melu_local_update_load_state_dict;
+for a loss backpropagated again by a second call after a helper ran its backward: b11_rdrop_summarization_backward_twice,
+https://github.com/VinAIResearch/PSENet-Image-Enhancement/issues/1 (loss.backward() added to a Lightning training_step);
+for an in-place write into one of several views an op returned (unbind, chunk, split), refused in forward:
+b11_adversarial_deepfakes_normalize_inplace_per_channel, b11_unsupdis_homography_eps_clamp_on_chunk_view.
 """
 from __future__ import annotations
 
@@ -466,6 +470,61 @@ CASES = {
         out = x @ w
         out.backward(torch.ones_like(out))
         """),
+    # a step function that already ran backward, and a loop that runs it again on the loss it returned
+    "freed_called_again": ("""
+        model = nn.Linear(4, 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def training_step(inputs, targets):
+            loss = F.cross_entropy(model(inputs), targets)
+            loss.backward()
+            return loss
+
+        for step in range(2):
+            opt.zero_grad()
+            loss = training_step(x, y)
+            loss.backward()  # <- autograd_error
+            opt.step()
+        """, """
+        model = nn.Linear(4, 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def training_step(inputs, targets):
+            loss = F.cross_entropy(model(inputs), targets)
+            loss.backward()
+            return loss
+
+        for step in range(2):
+            opt.zero_grad()
+            loss = training_step(x, y)
+            opt.step()
+        """),
+    # an in-place write into one of the views split() returned (a fused projection cut into q, k, v)
+    "inplace_multi_view": ("""
+        proj = nn.Linear(4, 12)
+        q, k, v = proj(x).split(4, dim=1)
+        q *= 0.5  # <- autograd_error
+        loss = F.cross_entropy(torch.softmax(q @ k.t(), -1) @ v[:, :3], y)
+        loss.backward()
+        """, """
+        proj = nn.Linear(4, 12)
+        q, k, v = proj(x).split(4, dim=1)
+        q = q * 0.5
+        loss = F.cross_entropy(torch.softmax(q @ k.t(), -1) @ v[:, :3], y)
+        loss.backward()
+        """),
+    # iterating over a tensor unbinds it: rows clipped in place one by one
+    "inplace_multi_view_rows": ("""
+        layer = nn.Linear(4, 3)
+        scores = layer(x)
+        for row in scores:
+            row.clamp_(-1, 1)  # <- autograd_error
+        F.cross_entropy(scores, y).backward()
+        """, """
+        layer = nn.Linear(4, 3)
+        scores = layer(x).clamp(-1, 1)
+        F.cross_entropy(scores, y).backward()
+        """),
     # an error raised by user code inside the backward: the line that raised
     "raised_inside": ("""
         class Clip(torch.autograd.Function):
@@ -547,7 +606,7 @@ def test_the_fix_fits_the_category(snippet):
              "function_backward": "one value per input of forward", "deepcopy_non_leaf": ".detach()",
              "unused_input": "allow_unused=True", "input_no_grad": "requires_grad",
              "function_no_backward": "backward(ctx, *grads)", "numpy_requires_grad": ".item()",
-             "hook_no_grad": "requires_grad"}
+             "hook_no_grad": "requires_grad", "inplace_multi_view": "out of place"}
     for name, words in cases.items():
         _, t, _ = traced(snippet, CASES[name][0])
         (finding,) = [f for f in t.findings if f.kind == "autograd_error"]
@@ -690,3 +749,17 @@ def test_computed_weights_loaded_into_a_model_the_graph_saved_are_named_at_the_l
     assert error is not None and "modified by an inplace operation" in str(error)
     assert {f.line for f in t.findings if f.kind == "state_dict_reload" and f.severity == "error"} == \
         {script.line("state_dict_reload")}
+
+
+def test_an_in_place_write_into_an_inference_tensor_runs_as_without_the_trace(snippet):
+    """Inference tensors have no version counter (reading it raises): the trace must not read it, or a script that
+    fills one in place under enable_grad inside inference_mode would stop with the trace's error, not its own."""
+    _, t, error = traced(snippet, """
+    with torch.inference_mode():
+        with torch.enable_grad():
+            noise = torch.empty_like(x).uniform_(-1, 1)
+            noise.add_(1)
+    print(noise.sum().item())
+    """)
+    assert error is None, repr(error)
+    assert [f for f in t.findings if f.severity in ("error", "warning")] == []

@@ -144,6 +144,52 @@ def test_a_no_grad_decorator_of_the_function_itself_keeps_the_finding_inside(sni
     assert roles(finding)["disabled"] == script.line("off")
 
 
+def test_a_decorated_caller_handed_the_tensor_to_learn_is_named_at_the_call_into_it(snippet):
+    """A function under ``@torch.no_grad()`` that was handed a tensor requiring grad (a rendering pipeline given
+    the latents to optimise, b11_ronan_latent_noise_through_no_grad_pipeline) cuts it at the call into it; one that
+    reaches the weights itself, through a callback (b8_lightning_custom_optimizer_closure_no_grad), is named at its
+    own line that ran the computation."""
+    script, t = run(snippet, """
+    decoder = nn.Linear(4, 3).requires_grad_(False)
+
+    def denoise(code):
+        return decoder(code)  # <- inner
+
+    @torch.no_grad()  # <- off
+    def render(code):
+        return denoise(code)
+
+    code = torch.zeros(8, 4, requires_grad=True)
+    out = render(code)  # <- call
+    loss = F.cross_entropy(out, y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(code.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("call"))
+    assert {role: line for role, line in roles(finding).items() if role != "symptom"} == {
+        "disabled": script.line("off"), "used": script.line("inner")}
+    assert "remove `@torch.no_grad()` (line" in finding.fix
+    script, t = run(snippet, """
+    model = nn.Linear(4, 3)
+
+    def compute():
+        return model(x)
+
+    @torch.no_grad()  # <- off
+    def evaluate(fn):
+        return fn()  # <- call
+
+    loss = F.cross_entropy(evaluate(compute), y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("call"))
+    assert roles(finding)["disabled"] == script.line("off")
+    assert "torch.enable_grad()" in finding.fix
+
+
 def test_set_grad_enabled_false_before_the_line_is_named(snippet):
     script, t = run(snippet, """
     model = nn.Linear(4, 3)

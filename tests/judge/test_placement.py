@@ -124,6 +124,29 @@ def test_of_several_in_place_writes_into_a_saved_tensor_the_first_is_named(snipp
     assert [f.line for f in found] == [script.line("first")]
 
 
+def test_of_several_optimizer_steps_before_a_backward_that_saved_their_weights_the_first_is_named(snippet):
+    """Two critics stepped before the actor's loss, computed from both, is backpropagated: every step from the
+    first on made the graph stale (b11_oac_sac_policy_loss_before_critic_steps; one critic: b4_critic_step_before_actor,
+    b7_sac_critic_step_before_policy_backward)."""
+    script = snippet(PRELUDE + textwrap.dedent("""
+    actor, critic_a, critic_b = nn.Linear(4, 2), nn.Linear(6, 1), nn.Linear(6, 1)
+    opt_a = torch.optim.SGD(critic_a.parameters(), lr=0.1)
+    opt_b = torch.optim.SGD(critic_b.parameters(), lr=0.1)
+    pair = torch.cat([x, actor(x)], 1)
+    actor_loss = -(critic_a(pair) + critic_b(pair)).mean()
+    F.mse_loss(critic_a(pair.detach()), y).backward()
+    opt_a.step()  # <- first
+    F.mse_loss(critic_b(pair.detach()), y).backward()
+    opt_b.step()
+    try:
+        actor_loss.backward()
+    except RuntimeError:
+        pass
+    """))
+    found = [f for f in script.run().findings if f.kind == "inplace_saved" and f.severity == "error"]
+    assert [f.line for f in found] == [script.line("first")]
+
+
 def test_a_step_that_runs_before_a_backward_whose_gradients_are_then_cleared_is_named(snippet):
     script = snippet(PRELUDE + textwrap.dedent("""
     model = nn.Linear(4, 1)

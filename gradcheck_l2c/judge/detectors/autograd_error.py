@@ -2,11 +2,11 @@
 
 Every RuntimeError a traced ``backward()``/``torch.autograd.grad()`` raised is a fact of the record, kept
 even when the script caught it; so are the autograd errors ops raise in forward (an in-place write into a
-leaf, an inference tensor saved for backward, ``deepcopy`` of a tensor with history). Each becomes one
-error at the line to change when the run's facts name it (the line that made the value an earlier
-backward freed, the non-scalar loss, the inference tensor, the ``return`` of a custom backward, the
-attribute that keeps a graph tensor), with PyTorch's call as the symptom; refusals another finding
-already explains (`inplace_saved`, the cuts of a graphless loss, DDP's unused parameters) are left to it.
+leaf or into one of several views an op returned, an inference tensor saved for backward, ``deepcopy`` of a
+tensor with history). Each becomes one error at the line to change when the run's facts name it (the line
+that made the value an earlier backward freed, the non-scalar loss, the inference tensor, the ``return`` of
+a custom backward, the attribute that keeps a graph tensor), with PyTorch's call as the symptom; refusals
+another finding already explains (`inplace_saved`, the cuts of a graphless loss, DDP's unused parameters) are left to it.
 """
 from __future__ import annotations
 
@@ -105,6 +105,12 @@ def _freed_graph(fact: AutogradError, name: str, call: str, said: str) -> tuple[
                 "iteration; pass retain_graph=True to the earlier backward() only if both must backpropagate "
                 "through it.")
     inner = fact.detail.get("inner")
+    first = fact.detail.get("first_call")
+    if isinstance(first, Site):
+        return (f"this line backpropagates `{name}` a second time (backward(){call}): the call at {first} already ran "
+                f"backward() on it and freed its graph, and nothing was computed anew in between{said}.",
+                f"delete this backward (the gradients of `{name}` arrived with the first one), or the one the call at "
+                f"line {first.line} runs; pass retain_graph=True to the first only if both must run.")
     if fact.detail.get("root") and isinstance(inner, Site):
         return (f"the forward pass that starts on this line and ends in the loss at {inner} ran once, and "
                 f"backward(){call} runs through its graph again after {earlier} freed it: nothing new is "
@@ -159,6 +165,17 @@ def _inplace_leaf(fact: AutogradError, name: str, call: str, said: str) -> tuple
     return (f"`{op}` wrote in place into {name}{view}, a leaf tensor that requires grad, while grad mode was on: "
             f"autograd cannot record an in-place change of a tensor whose gradient it accumulates, so PyTorch "
             f"refused it{said}.", fix)
+
+
+def _multi_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    op = fact.detail.get("op", "an in-place op")
+    made_by = fact.detail.get("made_by")
+    made = f" (autograd names its op {made_by})" if made_by else ""
+    return (f"`{op}` wrote in place into {name}, one of several views a single op returned{made}: unbind, chunk, "
+            f"split, or iterating over a tensor; autograd cannot rewrite the backward of such views, so PyTorch "
+            f"refused the write{said}.",
+            "compute the result out of place (y = t.sub(m) ... and torch.stack the parts, or a mask: "
+            "t = torch.where(cond, value, t)), or .clone() the view before writing into it.")
 
 
 def _inference(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
@@ -300,7 +317,7 @@ _WORDING = {
     "function_backward": _function_backward, "function_no_backward": _no_backward,
     "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
-    "requires_grad_non_leaf": _requires_grad_non_leaf,
+    "requires_grad_non_leaf": _requires_grad_non_leaf, "inplace_multi_view": _multi_view,
 }
 
 

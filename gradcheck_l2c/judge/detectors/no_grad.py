@@ -22,6 +22,15 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
     if event.extra.get("function"):
         return _function(event, tensor)
     call = _caller_under_no_grad(event)
+    if call is not None and call[1].form == "decorator":
+        off = call[1]
+        return (
+            f"`{event.detail}` at {event.site} ran with gradients disabled on values computed from {tensor}: the "
+            f"function decorated `{off.statement}` at {off.site} turns them off for everything it runs, so its "
+            "result has no history.",
+            "call a function that runs with gradients here, turn them back on around it (`with torch.enable_grad():`),"
+            f" or remove `{off.statement}` (line {off.site.line}) where gradients are needed.",
+        )
     if call is not None:
         caller, off = call
         return (
@@ -88,13 +97,19 @@ def place(event: Event) -> Site | None:
 
 def _caller_under_no_grad(event: Event) -> tuple[Site, GradOff] | None:
     """When the cut's own function does not turn gradients off, the innermost caller line that runs inside a
-    block that does, and that block."""
+    block that does, and that block. Under a decorator: the call into the decorated function where that function
+    was handed a tensor that requires grad (a pipeline given the tensor to optimise), else the line in it."""
     if grad_disabled_at(event.site) is not None:
         return None
-    for caller in event.extra.get("callers", ()):
+    callers = event.extra.get("callers", ())
+    handed = event.extra.get("handed", ())
+    for depth, caller in enumerate(callers):
         off = grad_disabled_at(caller)
-        if off is not None and off.form == "with":
-            return caller, off
+        if off is None or off.form == "call":
+            continue
+        if off.form == "decorator" and depth < len(handed) and handed[depth] and depth + 1 < len(callers):
+            return callers[depth + 1], off
+        return caller, off
     return None
 
 

@@ -80,8 +80,10 @@ def run_past(mode: Any, function: Callable[..., Any], *args: Any, **kwargs: Any)
     """``function(*args, **kwargs)`` with ``mode`` off the torch-function mode stack when it is the innermost mode
     and dynamo is not compiling: torch's own optimizer code then runs as it would untraced, without a call into
     the mode per tensor read (`patches.Patches._quietly`). Else with the stack as it is."""
+    if torch.compiler.is_compiling():
+        return function(*args, **kwargs)
     stack = _get_current_function_mode_stack()
-    if not stack or stack[-1] is not mode or torch.compiler.is_compiling():
+    if not stack or stack[-1] is not mode:
         return function(*args, **kwargs)
     torch._C._pop_torch_function_stack()
     try:

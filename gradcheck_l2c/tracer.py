@@ -284,7 +284,8 @@ def _recorder(spec: WatchSpec, record_sites: bool, checks: dict[str, bool]) -> t
     state = TraceState(spec, record_sites=record_sites, word_failure=word_failure, **checks)
     state.watch_requested()
     state.discover(user_frame(1))
-    return state, Patches(state), Interceptor(state)
+    mode = Interceptor(state)
+    return state, Patches(state, mode), mode
 
 
 def _follow_children(tracer: Trace, scope: Any) -> Any:

@@ -7,8 +7,9 @@
   notes what each training step finds (tensors stepped without the gradient a cut kept from them, a
   ``step()`` whose gradients were all erased since the last backward); with ``--grad-stats``, a post-hook
   too, for the size of each step's update;
-- ``zero_grad`` and torch's own optimizers' ``step()`` (without closure): run with the interceptor quiet,
-  since they touch every parameter and ``.grad`` and run no user code;
+- ``zero_grad`` and torch's own optimizers' ``step()`` (without closure): run with the interceptor off the
+  torch-function mode stack (or quiet, where a mode entered later is on top of it), since they touch every
+  parameter and ``.grad`` and run no user code;
 - ``torch.from_numpy`` and the legacy ``Variable(...)`` (which torch-function modes do not see):
   values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
@@ -39,14 +40,15 @@ from gradcheck_l2c.record import wrappers
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, own_parameters
+from gradcheck_l2c.record.torch_internals import DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, own_parameters, run_past
 
 
 class Patches:
     """Installs everything on ``install()``; ``restore()`` puts back exactly what was there."""
 
-    def __init__(self, state: TraceState) -> None:
+    def __init__(self, state: TraceState, mode: Any) -> None:
         self.state = state
+        self.mode = mode  # the trace's interceptor, which torch's own optimizer code runs past
         self._undo: list[Callable[[], None]] = []
         self._parents: list[nn.Module] = []  # the modules whose forward is running, outermost first
         self._child_names: dict[tuple[int, int], str] = {}  # (id(parent), id(child)) -> attribute
@@ -186,8 +188,8 @@ class Patches:
         return clearing
 
     def _quietly(self, original: Callable[..., Any], steps: bool = False) -> Callable[..., Any]:
-        """``original`` (torch's ``zero_grad``, or a step) with the interceptor quiet: it reads and
-        writes every parameter and ``.grad`` and runs no user code — unless a step is given a closure,
+        """``original`` (torch's ``zero_grad``, or a step) run past the interceptor (or with it quiet): it reads
+        and writes every parameter and ``.grad`` and runs no user code — unless a step is given a closure,
         or is differentiable (its updates are part of a graph)."""
         state = self.state
 
@@ -199,7 +201,7 @@ class Patches:
             scope = state.scope
             before, scope.quiet = scope.quiet, True
             try:
-                return original(*args, **kwargs)
+                return run_past(self.mode, original, *args, **kwargs)
             finally:
                 scope.quiet = before
 

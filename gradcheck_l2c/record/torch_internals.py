@@ -7,7 +7,7 @@ without being listed in :data:`PRIVATE_NAMES` or :data:`PRIVATE_ATTRIBUTES`.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch.overrides import _get_current_function_mode_stack
@@ -18,6 +18,9 @@ PRIVATE_NAMES: dict[str, str] = {
                                      "interceptor",
     "torch.overrides._get_current_function_mode_stack": "whether the tracer's mode is still on the stack, so "
                                                         "that an interrupted exit can run again",
+    "torch._C._pop_torch_function_stack": "torch's own optimizer code (zero_grad, a step) runs with the tracer's mode "
+                                          "off the stack, as it would untraced",
+    "torch._C._push_on_torch_function_stack": "puts the tracer's mode back on the stack after that code",
     "torch._C._set_grad_enabled": "--nan's check after every op turns gradients off in one call, without "
                                   "building a context manager",
     "torch._foreach_norm": "--grad-stats takes the norms of every gradient and weight in one call per backward",
@@ -71,6 +74,22 @@ MODULE_CALLS = ("_call_impl", "_wrapped_call_impl")
 def mode_stack() -> list[Any]:
     """The torch-function modes active now, outermost first."""
     return list(_get_current_function_mode_stack())
+
+
+def run_past(mode: Any, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` with ``mode`` off the torch-function mode stack when it is the innermost mode
+    and dynamo is not compiling: torch's own optimizer code then runs as it would untraced, without a call into
+    the mode per tensor read (`patches.Patches._quietly`). Else with the stack as it is."""
+    if torch.compiler.is_compiling():
+        return function(*args, **kwargs)
+    stack = _get_current_function_mode_stack()
+    if not stack or stack[-1] is not mode:
+        return function(*args, **kwargs)
+    torch._C._pop_torch_function_stack()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        torch._C._push_on_torch_function_stack(mode)
 
 
 def version(tensor: torch.Tensor) -> int:

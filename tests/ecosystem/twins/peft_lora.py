@@ -19,8 +19,8 @@ def main():
     base = LlamaForCausalLM(config)
     peft_config = LoraConfig(task_type=TaskType.CAUSAL_LM, r=4, lora_alpha=8, lora_dropout=0.1,
                              target_modules=["q_proj", "v_proj"])
-    optimizer = torch.optim.AdamW(base.parameters(), lr=1e-2)  # <- optimizer
-    model = get_peft_model(base, peft_config)
+    optimizer = torch.optim.AdamW(base.parameters(), lr=1e-2)
+    model = get_peft_model(base, peft_config)  # <- optimizer (the new model the optimizer must be built after)
     model.print_trainable_parameters()
     model.train()
     for step in range(3):

@@ -27,7 +27,7 @@ import time
 
 import torch
 
-from reference.l2c import L2CConfig, L2CResult, load_data, run_l2c
+from gradcheck_l2c_reference.l2c import L2CConfig, L2CResult, load_data, run_l2c
 
 PUBLISHED_CIFAR = {"l2c": 0.921, "uniform": 0.830, "local": 0.875}  # Li et al. 2022: meta-L2C, D-PSGD, local
 

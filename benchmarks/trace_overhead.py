@@ -91,7 +91,7 @@ def realworld_workload() -> Callable[[], None]:
 
 def l2c_workload() -> Callable[[], None]:
     """Reference L2C training (2 rounds, 6 nodes) on synthetic data generated once."""
-    from reference.l2c import L2CConfig, load_data, run_l2c
+    from gradcheck_l2c_reference.l2c import L2CConfig, load_data, run_l2c
 
     config = L2CConfig(nodes=6, rounds=2, local_epochs=1, device="cpu")
     data = load_data(config)

@@ -179,7 +179,7 @@ class Trace:
             self._state.backwards.graphs.clear()
 
     grad_stats = property(lambda self: list(getattr(self._current(), "layers", [])),
-                          doc="With ``grad_stats=True``: each parameter's gradient norms over the run (``LayerGradients``).")
+                          doc="With ``grad_stats=True``: each weight's (two or more dimensions) gradient norms over the run (``LayerGradients``).")
 
     @property
     def unmatched_patterns(self) -> list[str]:

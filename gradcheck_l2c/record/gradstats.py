@@ -1,5 +1,6 @@
-"""`--grad-stats`: each watched parameter's gradient and weight norms at every backward, and the size of each
-optimizer step's update beside its weight, as facts.
+"""`--grad-stats`: each watched weight's gradient and weight norms at every backward, and the size of each
+optimizer step's update beside its weight, as facts. Weights are the parameters with two or more dimensions, the
+ones judged, tabled and drawn: biases and norm scales start at 0 or 1 and would double the cost for nothing.
 
 After each backward, one call takes the norms of every watched parameter's gradient and weight
 (``torch._foreach_norm``), kept as one tensor and read back only when the series are read (no sync per
@@ -112,7 +113,7 @@ class GradStats:
             self._new_losses.append(root.reshape(()).clone())  # a copy: the script may change its loss later
         watched = self.registry.all
         if len(watched) != self._looked:
-            self._params = [(w.key, w.ref) for w in watched if w.is_parameter]
+            self._params = [(w.key, w.ref) for w in watched if w.is_parameter and len(w.shape) >= 2]
             self._looked = len(watched)
         keys, grads, weights = [], [], []
         for key, ref in self._params:

@@ -111,9 +111,10 @@ RULES: tuple[Rule, ...] = (
          "forward input."),
     Rule("GC022", "no_update", ("warning",), False, "no update",
          "An optimizer stepped a parameter that had its gradient, yet its values never changed over the run: a "
-         "learning rate of 0 at every step, or a gradient masked to zero before each step.",
-         "Give its parameter group a learning rate above 0 (check the scheduler's first factor), or stop zeroing "
-         "its gradient between backward() and step()."),
+         "learning rate of 0 at every step, or a gradient masked to zero before each step; or the learning rate "
+         "fell to 0 and stayed 0 to the end (a schedule shorter than the run).",
+         "Give its parameter group a learning rate above 0 (check the scheduler's first factor and its length), "
+         "or stop zeroing its gradient between backward() and step()."),
     Rule("GC023", "untraced_process", ("warning",), False, "untraced_process",
          "Child processes started with multiprocessing (Process, Pool, ProcessPoolExecutor, torch.multiprocessing) "
          "that could not be traced (a Process subclass with its own run(), a child killed or still running when "

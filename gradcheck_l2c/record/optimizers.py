@@ -192,6 +192,7 @@ class OptimizerLog:
         # the stack each: later steps keep none)
         record.step_stack = user_stack(2) if clock.steps <= _STACKED_STEPS else ()
         self.updates.step(optimizer, record.keys)
+        self.updates.rate(record, optimizer, site)
         self.use.stepped(id(optimizer), record.keys, closure)
         since, since_assigned = self._last_step.get(id(optimizer), (0, 0))
         self._last_step[id(optimizer)] = (clock.backwards, clock.assigned)

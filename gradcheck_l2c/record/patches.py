@@ -34,6 +34,7 @@ import torch
 from torch import nn
 from torch.compiler import is_compiling
 from torch.nn.modules import module as module_hooks
+from torch.optim.lr_scheduler import LRScheduler
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradcheck_l2c.record import wrappers
@@ -41,6 +42,9 @@ from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, 
 from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, own_parameters, run_past
+
+#: torch's gradient clipping, run past the interceptor like torch's optimizer steps: ~10% of a transformer's step.
+GRADIENT_CLIPPING = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")
 
 
 class Patches:
@@ -66,6 +70,10 @@ class Patches:
             self._undo.append(register_optimizer_step_post_hook(self._after_step).remove)
         self._replace(torch.optim.Optimizer, "zero_grad", self._clearing(self._quietly(torch.optim.Optimizer.zero_grad)))
         self._replace(nn.Module, "zero_grad", self._quietly(nn.Module.zero_grad))
+        for owner in (torch.nn.utils, torch.nn.utils.clip_grad):  # they read and scale .grad only, under no_grad
+            for name in GRADIENT_CLIPPING:
+                if hasattr(owner, name):
+                    self._replace(owner, name, self._quietly(getattr(owner, name)))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
         self._replace(engine_owner, ENGINE_ATTRIBUTE,
                       wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope,
@@ -73,6 +81,7 @@ class Patches:
         self._replace(nn.Parameter, "__new__", staticmethod(wrappers.parameter_new(self.state, nn.Parameter.__new__)))
         self._replace(nn.Module, "__setattr__", wrappers.module_setattr(self.state, nn.Module.__setattr__))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
+        self._replace(LRScheduler, "__init__", self._scheduler_init(LRScheduler.__init__))
         self._replace(torch, "from_numpy", wrappers.from_numpy(self.state, torch.from_numpy))
         variable = wrappers.variable(self.state, torch.autograd.variable.Variable)
         self._replace(torch.autograd, "Variable", variable)
@@ -188,7 +197,7 @@ class Patches:
         return clearing
 
     def _quietly(self, original: Callable[..., Any], steps: bool = False) -> Callable[..., Any]:
-        """``original`` (torch's ``zero_grad``, or a step) run past the interceptor (or with it quiet): it reads
+        """``original`` (torch's ``zero_grad``, gradient clipping, or a step) run past the interceptor (or with it quiet): it reads
         and writes every parameter and ``.grad`` and runs no user code — unless a step is given a closure,
         or is differentiable (its updates are part of a graph)."""
         state = self.state
@@ -206,6 +215,21 @@ class Patches:
                 scope.quiet = before
 
         return quietly
+
+    def _scheduler_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """A learning-rate scheduler's ``__init__``: where it was built, the line to change when its rate
+        falls to 0 before the run ends."""
+        state = self.state
+
+        @functools.wraps(original)
+        def init(scheduler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> None:
+            original(scheduler, optimizer, *args, **kwargs)
+            if state.scope.in_trace_thread() and not is_compiling():
+                record = state.optimizers.live.get(id(optimizer))
+                if record is not None and record.optimizer() is optimizer:
+                    state.updates.scheduled(record, user_site(1))
+
+        return init
 
     def _optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
         state = self.state

@@ -1,6 +1,8 @@
 """Whether the tensors optimizers stepped with a gradient ever changed: a parameter that got its gradient
 and was stepped, yet holds the values it had before its first step when the trace ends, learnt nothing,
-because its learning rate was 0 or the gradient each step read had been zeroed after backward.
+because its learning rate was 0 or the gradient each step read had been zeroed after backward. And whether
+an optimizer's learning rate fell to 0 and stayed there to the end of the run (a schedule shorter than the
+run, ``StepLR(gamma=0)``): its parameters learnt early and stopped.
 
 Values are compared through a fingerprint (three float64 sums) taken once, before the first step that had
 the parameter's gradient, and once more at the end: two reductions per parameter for the whole run.
@@ -31,6 +33,8 @@ class Unchanged:
     lr_always_zero: bool
     grad_always_zero: bool
     schedule: Site | None = None  # the scheduler's function that gave the rate of 0, at its first return
+    stalled_at: int = 0  # the rate fell to 0 at this step (1-based) and stayed 0 to the last of ``steps``
+    steps: int = 0
 
 
 def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
@@ -65,6 +69,26 @@ def _schedule_site(optimizer: Any) -> Site | None:
     return None
 
 
+@dataclass(eq=False)
+class _Rates:
+    """One optimizer's learning rate over its steps: how many ran, whether one before the last run of steps at
+    a rate of 0 had a rate above 0, and that run's length and first step."""
+
+    optimizer: str
+    keys: set[int]
+    steps: int = 0
+    moved: bool = False
+    zero_run: int = 0
+    zero_from: int = 0
+    zero_site: Site | None = None
+    scheduler: Site | None = None  # where the latest scheduler of the optimizer was built
+
+
+#: A rate of 0 for the last ``STALLED_STEPS`` steps or more, and ``1 / STALLED_SHARE`` of the run or more,
+#: after a rate above 0, is a schedule that ended before the run (a single last step at 0 is a cosine's end).
+STALLED_STEPS, STALLED_SHARE = 2, 20
+
+
 class UpdateLog:
     """Fingerprints of stepped parameters not yet seen to change, and which of them only ever saw a learning
     rate of 0. A parameter is looked at again before each later step of its optimizer until it changed (in
@@ -79,6 +103,30 @@ class UpdateLog:
         self._settled: set[int] = set()  # keys whose values changed
         self.found: list[Unchanged] = []  # filled by `compare` at the end of the trace
         self._schedule: Site | bool | None = None  # the scheduler function behind a rate of 0 (False: none)
+        self._rates: dict[int, _Rates] = {}  # id(optimizer record) -> its learning rate over its steps
+        self._records: list[Any] = []  # those records, kept so that their ids stay theirs
+
+    def scheduled(self, record: Any, site: Site | None) -> None:
+        """A learning-rate scheduler of the optimizer ``record`` stands for was built at ``site``."""
+        self._rates_of(record).scheduler = site
+
+    def rate(self, record: Any, optimizer: Any, site: Site | None) -> None:
+        """``optimizer`` (``record``) is about to step at ``site``: note whether all its groups' rates are 0."""
+        rates = self._rates_of(record)
+        rates.steps += 1
+        if all(_lr_is_zero(group) for group in optimizer.param_groups):
+            if not rates.zero_run:
+                rates.zero_from, rates.zero_site = rates.steps, site
+            rates.zero_run += 1
+        else:
+            rates.moved, rates.zero_run = True, 0
+
+    def _rates_of(self, record: Any) -> _Rates:
+        rates = self._rates.get(id(record))
+        if rates is None:
+            rates = self._rates[id(record)] = _Rates(record.name, record.keys)
+            self._records.append(record)
+        return rates
 
     def stepping(self, key: int, tensor: torch.Tensor, optimizer: Any, site: Site | None) -> None:
         """``optimizer`` is about to step ``tensor`` (watched as ``key``) with its gradient, maybe first."""
@@ -144,6 +192,11 @@ class UpdateLog:
                 schedule = self._schedule if entry.lr_always_zero and self._schedule else None
                 self.found.append(Unchanged(key, entry.optimizer, entry.site, entry.lr_always_zero,
                                             entry.grad_always_zero, schedule))
+        for rates in self._rates.values():
+            run = rates.zero_run
+            if rates.keys and rates.moved and run >= STALLED_STEPS and run * STALLED_SHARE >= rates.steps:
+                self.found.append(Unchanged(min(rates.keys), rates.optimizer, rates.zero_site, True, False,
+                                            rates.scheduler, rates.zero_from, rates.steps))
 
 
 @dataclass(eq=False)

@@ -189,8 +189,6 @@ KNOWN_MISSES: dict[str, str] = {
         "into the model by a call after the optimizer are named at the optimizer, as b4_prune_speedup_after_optimizer"
         " (:31), b4_resize_embeddings_after_optimizer (:28) and b6_t5_adapter_added_after_optimizer (:57) expect: "
         "the two conventions conflict",
-    "b11_vame_scheduler_off_gamma_zero":
-        "first pass: nothing",
     "b11_art_pgd_generate_under_no_grad":
         "first pass: no_grad e :39; left: :39, the call under the `with torch.no_grad():` block, is the line "
         "b5_pgd_eval_under_no_grad, b8_bert_summ_refine_under_no_grad and b9_cyclegan_perceptual_loss_no_grad choose; "

@@ -132,3 +132,44 @@ def test_an_optimizer_that_steps_after_accumulating_is_silent(snippet):
             opt.zero_grad()
     """)
     assert loud(traced.findings) == []
+
+
+def test_a_schedule_that_ends_before_the_run_is_named_where_the_scheduler_was_built(snippet):
+    """A linear decay whose length is shorter than the run (determined-ai/determined#711, SafeAILab/EAGLE#107):
+    the rate is 0 from step 5 on, the weights learnt early and stopped."""
+    script, traced = run(snippet, """
+    from torch.optim.lr_scheduler import LambdaLR
+    total = 4
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    schedule = LambdaLR(opt, lambda step: max(0.0, (total - step) / total))  # <- schedule
+    for step in range(10):
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()  # <- step
+        schedule.step()
+    """)
+    assert loud(traced.findings) == [("no_update", "warning", script.line("schedule"), "Linear.weight")]
+    assert "stopped changing at step 5 of 10" in traced.findings[0].message
+    assert ("used", script.line("step")) in {(p.role, p.line) for p in traced.findings[0].related}
+
+
+def test_a_schedule_that_reaches_zero_at_the_last_step_or_rises_again_is_fine(snippet):
+    _, traced = run(snippet, """
+    from torch.optim.lr_scheduler import CosineAnnealingLR, LambdaLR
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    cosine = CosineAnnealingLR(opt, T_max=10)
+    for step in range(11):  # the eleventh step runs at the cosine's end, 0
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+        cosine.step()
+    second = nn.Linear(4, 1)
+    other = torch.optim.SGD(second.parameters(), lr=0.1)
+    restarts = LambdaLR(other, lambda step: 0.0 if step % 4 in (2, 3) else 1.0)
+    for step in range(13):  # zero twice in a row, then above 0 again
+        other.zero_grad()
+        F.mse_loss(second(x), y).backward()
+        other.step()
+        restarts.step()
+    """)
+    assert loud(traced.findings) == []

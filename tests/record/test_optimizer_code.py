@@ -1,4 +1,4 @@
-"""torch's own ``zero_grad()`` and optimizer ``step()`` run past the tracer's torch-function mode, as they would
+"""torch's own ``zero_grad()``, gradient clipping and optimizer ``step()`` run past the tracer's torch-function mode, as they would
 untraced: a mode of the user's, entered before the trace or inside it, still sees each of their calls, the
 updates are bitwise the same, and what a later step finds is still judged."""
 from __future__ import annotations
@@ -37,6 +37,8 @@ def steps(counting: Counting) -> list[torch.Tensor]:
         counting.on = False
         model(torch.ones(3, 4)).sum().backward()
         counting.on = True
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        torch.nn.utils.clip_grad_value_(model.parameters(), 0.1)
         optimizer.step()
         counting.on = False
     return [p.detach().clone() for p in model.parameters()]
@@ -72,3 +74,11 @@ def test_a_step_past_the_mode_still_finds_the_gradients_zero_grad_erased() -> No
             optimizer.step()
     erased_at = test_a_step_past_the_mode_still_finds_the_gradients_zero_grad_erased.__code__.co_firstlineno + 6
     assert [(f.kind, f.line) for f in traced.findings] == [("optimizer", erased_at)]
+
+
+def test_gradient_clipping_is_torch_s_own_again_after_the_trace() -> None:
+    originals = (torch.nn.utils.clip_grad_norm_, torch.nn.utils.clip_grad.clip_grad_norm_, torch.nn.utils.clip_grad_value_)
+    with trace():
+        assert torch.nn.utils.clip_grad_norm_ is not originals[0]
+    assert (torch.nn.utils.clip_grad_norm_, torch.nn.utils.clip_grad.clip_grad_norm_,
+            torch.nn.utils.clip_grad_value_) == originals

@@ -1,6 +1,7 @@
 """`no_update`: an optimizer stepped a parameter with its gradient, yet the parameter ends the run with the
 values it had before its first step. The gradient was there; the update was not (a learning rate of 0 at
-every step, a gradient zeroed between backward and each step). Steps too small to move a value in
+every step, a gradient zeroed between backward and each step). Or an optimizer's learning rate fell to 0
+and stayed 0 to the end: its parameters stopped learning there. Steps too small to move a value in
 floating point (vanishing gradients) are not reported here."""
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ def scan(run) -> list[Finding]:
         if not watched.trainable() or not watched.nonzero_grad:
             continue  # frozen on purpose (a freezing schedule), or its gradient was zero: no step moves it
         name = watched.name
+        if fact.stalled_at:
+            found.append(_stalled(run, fact, name))
+            continue
         if fact.lr_always_zero:
             why = f"its parameter group's learning rate was 0 at every step of {fact.optimizer}" + (
                 ", the factor this scheduler function returned" if fact.schedule else "")
@@ -33,3 +37,16 @@ def scan(run) -> list[Finding]:
             related={"used": fact.step_site} if fact.schedule else None,
         ))
     return found
+
+
+def _stalled(run, fact, name: str) -> Finding:
+    """The learning rate fell to 0 at a step and stayed there: named where the scheduler was built."""
+    where = "set by the scheduler built here" if fact.schedule else "no scheduler of the trace's set it"
+    return run.finding(
+        KIND, "warning", name, fact.schedule or fact.step_site,
+        f"{name} and the other parameters of {fact.optimizer} stopped changing at step {fact.stalled_at} of "
+        f"{fact.steps}: from then on the learning rate was 0 ({where}).",
+        "make the schedule as long as the run (num_training_steps = epochs * steps per epoch), step the scheduler "
+        "as often as its length counts (per epoch or per batch), or keep its factor above 0 (StepLR's gamma).",
+        related={"used": fact.step_site} if fact.schedule else None,
+    )

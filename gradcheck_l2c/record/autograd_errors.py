@@ -126,6 +126,8 @@ class ErrorRecorder:
                 detail = {"op": label, "carried": carried is not None}
             else:
                 target = args[0] if args and isinstance(args[0], Tensor) else None
+                if isinstance(kwargs.get("out"), Tensor):  # out=: the tensor written into
+                    target = kwargs["out"]
                 cause, subject = call, None
                 detail = {"op": label, "view": "view of a leaf" in text,
                           "has_grad": target is not None and target.is_leaf and target.grad is not None,

@@ -25,11 +25,18 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("requires_grad_non_leaf", ("you can only change requires_grad flags of leaf variables",)),
     ("inplace_multi_view", ("output of a function that returns multiple views",)),
     ("gradient_shape", ("Mismatch in shape: grad_output",)),
+    ("out_requires_grad", ("arguments don't support automatic differentiation, but one of the arguments requires grad",)),
+    ("resize_requires_grad", ("cannot resize variables that require grad",)),
+    ("dtype_requires_grad", ("Only Tensors of floating point and complex dtype can require gradients",)),
+    ("inplace_nograd_view", ("mode and is being modified inplace with grad mode enabled",)),
+    ("inplace_function_view", ("This view was created inside a custom Function",)),
+    ("detach_view", ("Can't detach views in-place",)),
     ("ddp", UNUSED_ERRORS),
 )
 #: The categories an op raises in forward (the others come from a backward or autograd.grad).
 IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad", "hook_no_grad",
-                        "requires_grad_non_leaf", "inplace_multi_view"})
+                        "requires_grad_non_leaf", "inplace_multi_view", "out_requires_grad", "resize_requires_grad",
+                        "dtype_requires_grad", "inplace_nograd_view", "inplace_function_view", "detach_view"})
 _VIEW_OF = re.compile(r"Output (\d+) of (\w+) is a view")
 
 

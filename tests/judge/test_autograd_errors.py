@@ -15,7 +15,9 @@ b10_qat_calibration_in_inference_mode, b10_row_update_of_saved_matmul_input, b10
 for a loss backpropagated again by a second call after a helper ran its backward: b11_rdrop_summarization_backward_twice,
 https://github.com/VinAIResearch/PSENet-Image-Enhancement/issues/1 (loss.backward() added to a Lightning training_step);
 for an in-place write into one of several views an op returned (unbind, chunk, split), refused in forward:
-b11_adversarial_deepfakes_normalize_inplace_per_channel, b11_unsupdis_homography_eps_clamp_on_chunk_view.
+b11_adversarial_deepfakes_normalize_inplace_per_channel, b11_unsupdis_homography_eps_clamp_on_chunk_view; for the
+other refusals in forward (out=, resize_, requires_grad on integers, views from no_grad or from a custom Function,
+detach_ of a view), the words of torch's own messages, and b12_dig_spherenet_freq_arange_out_leaf.
 """
 from __future__ import annotations
 
@@ -550,6 +552,87 @@ CASES = {
 
         w = torch.randn(8, 4, requires_grad=True)
         Clip.apply(w).sum().backward()
+        """),
+    # refused in forward, by the op itself (the words of torch's messages, one category each)
+    # initialising a Parameter with out= in grad mode (divelab/DIG#164, the fix of DGL's DimeNet)
+    "out_requires_grad": ("""
+        freq = nn.Parameter(torch.empty(4))
+        torch.arange(1, 5, out=freq).mul_(3.14)  # <- autograd_error
+        (freq * x).sum().backward()
+        """, """
+        freq = nn.Parameter(torch.empty(4))
+        with torch.no_grad():
+            torch.arange(1, 5, out=freq).mul_(3.14)
+        freq.requires_grad_()  # out= under no_grad switched it off
+        (freq * x).sum().backward()
+        """),
+    "resize_requires_grad": ("""
+        w = torch.randn(3, requires_grad=True)
+        w.resize_(4)  # <- autograd_error
+        (w * x).sum().backward()
+        """, """
+        w = torch.randn(3, requires_grad=True)
+        (F.pad(w, (0, 1)) * x).sum().backward()
+        """),
+    "dtype_requires_grad": ("""
+        scale = torch.tensor([1, 2, 3, 4], requires_grad=True)  # <- autograd_error
+        (scale * x).sum().backward()
+        """, """
+        scale = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        (scale * x).sum().backward()
+        """),
+    "inplace_nograd_view": ("""
+        w = torch.randn(8, 4, requires_grad=True)
+        h = w * 2
+        with torch.no_grad():
+            row = h[0]
+        row.mul_(2)  # <- autograd_error
+        h.sum().backward()
+        """, """
+        w = torch.randn(8, 4, requires_grad=True)
+        h = w * 2
+        row = h[0]
+        row.mul_(2)
+        h.sum().backward()
+        """),
+    "inplace_function_view": ("""
+        class Ident(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a.view_as(a)
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+
+        w = torch.randn(8, 4, requires_grad=True)
+        out = Ident.apply(w * 1)
+        out.add_(1)  # <- autograd_error
+        out.sum().backward()
+        """, """
+        class Ident(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+
+        w = torch.randn(8, 4, requires_grad=True)
+        out = Ident.apply(w * 1)
+        out.add_(1)
+        out.sum().backward()
+        """),
+    "detach_view": ("""
+        w = torch.randn(8, 4, requires_grad=True)
+        h = (w * 2)[0]
+        h.detach_()  # <- autograd_error
+        (w * 2).sum().backward()
+        """, """
+        w = torch.randn(8, 4, requires_grad=True)
+        h = (w * 2)[0].detach()
+        (w * 2).sum().backward()
         """),
 }
 

@@ -303,6 +303,50 @@ def _requires_grad_non_leaf(fact: AutogradError, name: str, call: str, said: str
             f"to it), or set requires_grad on the leaf it is computed from.")
 
 
+def _out_requires_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    op = fact.detail.get("op", "an op")
+    return (f"`{op}` was given out= while {name} or another argument requires grad and grad mode was on: functions "
+            f"that write into out= are not differentiable, so PyTorch refused the call{said}.",
+            "to initialise a parameter, write under `with torch.no_grad():` (as nn.init does); to differentiate "
+            "the result, drop out= and use the tensor the function returns.")
+
+
+def _resize_requires_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"{name} requires grad, and autograd cannot record a change of its size, so PyTorch refused "
+            f"resize_{said}.",
+            "build a tensor of the new size out of place (torch.cat, F.pad, new_zeros), or resize under "
+            "`with torch.no_grad():` before it takes part in a loss.")
+
+
+def _dtype_requires_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"{name} holds integers or booleans, which have no gradient, so PyTorch refused to make it require "
+            f"grad{said}.",
+            "make it a float tensor (dtype=torch.float32, or .float() before requires_grad_()); indices and labels "
+            "need no gradient.")
+
+
+def _nograd_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"`{fact.detail.get('op', 'an in-place op')}` wrote in place with grad mode on into {name}, a view "
+            f"taken under no_grad or inference_mode: autograd cannot tell whether the write should be recorded, "
+            f"so PyTorch refused it{said}.",
+            "take the view and write into it on the same side of the no_grad block (both inside when the write "
+            "is not to be differentiated, both outside when it is), or .clone() the view first.")
+
+
+def _function_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"`{fact.detail.get('op', 'an in-place op')}` wrote in place into {name}, a view a custom "
+            f"autograd.Function returned (or one of its inputs returned as is): the write would bypass the "
+            f"Function's backward, so PyTorch refused it{said}.",
+            "return a clone from the Function's forward (return x.clone(), not x or a view of it), or write out "
+            "of place.")
+
+
+def _detach_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"detach_() was called on {name}, a view, which cannot be detached in place{said}.",
+            "use the out-of-place form: t = t.detach() (for DDP's gradient_as_bucket_view gradients, "
+            "zero them with optimizer.zero_grad()).")
+
+
 def _other(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     if fact.cause is not None:
         return (f"this line raised inside backward(){call}, which then stopped before any gradient of that pass "
@@ -318,6 +362,9 @@ _WORDING = {
     "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
     "requires_grad_non_leaf": _requires_grad_non_leaf, "inplace_multi_view": _multi_view,
+    "out_requires_grad": _out_requires_grad, "resize_requires_grad": _resize_requires_grad,
+    "dtype_requires_grad": _dtype_requires_grad, "inplace_nograd_view": _nograd_view,
+    "inplace_function_view": _function_view, "detach_view": _detach_view,
 }
 
 

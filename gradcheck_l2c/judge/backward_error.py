@@ -12,7 +12,7 @@ def word_failure(fact: AutogradError) -> str | None:
     failure = fact.failure
     if isinstance(failure, StaleSaved):
         return inplace_saved.note(failure)
-    if isinstance(failure, Graphless):
+    if isinstance(failure, Graphless) and failure.cuts:
         lines = ["gradcheck-l2c: this value has no autograd graph because its inputs were cut off:"]
         lines += [f"  {site}: {kind}: `{detail}` cut {', '.join(names)}" for site, detail, kind, names in failure.cuts]
         return "\n".join(lines)

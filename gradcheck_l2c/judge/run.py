@@ -276,6 +276,10 @@ def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
     plain: list[Watched] = []
     for watched in zero:
         events = [e for e in run.record.events_for(watched.key) if e.kind == "non_differentiable"]
+        if any(e.extra.get("output") not in ("integer", "bool") for e in events):
+            # a path of values was flattened (a softmax over one element, round): that zeroed the gradient; the
+            # indices and masks beside it (a top-k's routing) carry none by design
+            events = [e for e in events if e.extra.get("output") not in ("integer", "bool")]
         if events:
             findings.extend(run.cut_finding(e, watched.name) for e in sorted(events, key=lambda e: e.order))
         else:

@@ -29,7 +29,7 @@ from gradcheck_l2c.record.failures import BackwardFailure
 from gradcheck_l2c.record.locations import USER, Site, attribute_site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
-from gradcheck_l2c.record.param_sources import source_tree
+from gradcheck_l2c.record.param_sources import first_return, source_tree
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -98,7 +98,21 @@ class ErrorRecorder:
                 # enable_grad() records nothing inside inference_mode: the lines running now, for the judge to
                 # find the one under the inference_mode that turned recording off
                 detail = {"inference": tuple(site for _, _, site in user_stack(1))}
+            elif category == "graphless":
+                cause, detail = self._all_frozen()
         return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure))
+
+    def _all_frozen(self) -> tuple[Site | None, dict[str, Any]]:
+        """A loss without graph while every live parameter was switched off by user code: the line that froze
+        the last one made (the head, the part a freezing loop means to keep trainable)."""
+        params = [w for w in self.registry.all if w.is_parameter and w.tensor is not None]
+        if not params or not all(w.frozen for w in params):
+            return None, {}
+        last = max((w for w in params if w.frozen_at is not None), key=lambda w: w.key, default=None)
+        if last is None:
+            return None, {}
+        resolve_names(self.registry)
+        return last.frozen_at, {"frozen": len(params), "last": last.name}
 
     def op(self, error: RuntimeError, func: Any, args: tuple, kwargs: dict) -> AutogradError | None:
         """An op raised ``error`` in forward; kept when it is one of autograd's (`IN_FORWARD`)."""
@@ -124,6 +138,11 @@ class ErrorRecorder:
                 carried = self._carried_over(target, call) if target is not None else None
                 cause, subject = carried or call, None
                 detail = {"op": label, "carried": carried is not None}
+            elif category == "inplace_function_view":  # the line to change: the Function's return of a view
+                target = args[0] if args and isinstance(args[0], Tensor) else None
+                forward = getattr(function_class(target.grad_fn), "forward", None) if target is not None else None
+                cause, subject = (first_return(forward) if forward is not None else None) or call, None
+                detail = {"op": label}
             else:
                 target = args[0] if args and isinstance(args[0], Tensor) else None
                 if isinstance(kwargs.get("out"), Tensor):  # out=: the tensor written into

@@ -107,7 +107,7 @@ class BackwardLog:
             watched.got_grad = True
             watched.last_reached = backwards
             if not watched.ever_grad:
-                watched.ever_grad = True
+                watched.ever_grad, watched.first_reached = True, backwards
                 if not optimizers.holding(key) and not watched.grad_used:
                     self.taints.settle(key)  # else once a step finds its gradient
                 optimizers.first_gradient(watched)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from typing import Any, Callable, Protocol
 
 import torch
@@ -17,6 +18,7 @@ from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
+    Site,
     called_by_user_past_torch,
     called_from,
     caller_is_user,
@@ -36,6 +38,10 @@ ZERO_DERIVATIVE = ("round", "floor", "ceil", "sign", "trunc", "fix", "sgn", "hea
 #: Random draws whose derivative PyTorch defines as zero for their parameters (no reparameterization).
 SAMPLING = ("normal", "bernoulli", "poisson")
 _CONVERSIONS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "type_as"}
+#: Normalisations over one dimension: given a dimension of size 1 their output is a constant (softmax 1,
+#: log_softmax 0), so nothing reaches the input (a one-logit softmax, a top-1 gate's softmax).
+NORMALISING = frozenset(getattr(owner, name) for owner in (torch.Tensor, torch, torch.nn.functional)
+                        for name in ("softmax", "log_softmax"))
 
 
 class Mode(Protocol):
@@ -195,22 +201,41 @@ def on_requires_grad(mode: Mode, func, args, kwargs):
     watched = registry.get(tensor)
     if watched is not None:
         watched.frozen = not tensor.requires_grad
+        watched.frozen_at = user_site(1) if watched.frozen else None  # the line to change if all end frozen
     return out
 
 
 def on_zero_derivative(mode: Mode, func, args, kwargs, output: str = "step"):
     out = func(*args, **kwargs)
     state = mode.state
-    if _is_grad_enabled() and isinstance(out, Tensor):
-        inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
-        if inputs:
-            taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=user_site(1), output=output)
-            state.taints.mark(out, state.taints.merge(taint, state.taints.of_args(args, kwargs)))
-            graph.mark_zero_derivative(out)
-            return out
+    if _is_grad_enabled() and isinstance(out, Tensor) and _zero_cut(mode, func, args, kwargs, out, output,
+                                                                    user_site(1)):
+        return out
     if state.taints or not _is_grad_enabled():
         state.taints.mark(out, state.taints.of_args(args, kwargs))
     return out
+
+
+def _zero_cut(mode: Mode, func, args, kwargs, out: Tensor, output: str, site: Site | None) -> bool:
+    """``out`` sends no gradient back to the inputs with history: a cut at ``site``; False if none had any."""
+    inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
+    if not inputs:
+        return False
+    state = mode.state
+    taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=site, output=output)
+    state.taints.mark(out, state.taints.merge(taint, state.taints.of_args(args, kwargs)))
+    graph.mark_zero_derivative(out)
+    return True
+
+
+def constant_over_one(mode: Mode, func, args, kwargs, out: Tensor) -> None:
+    """softmax / log_softmax of a tensor with history (``func`` in `NORMALISING`): over a dimension of size 1
+    the output is a constant, a path without gradient, named where a torch layer was given that dim."""
+    source = args[0] if args else kwargs.get("input")
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+    if isinstance(source, Tensor) and isinstance(dim, int) and source.dim() and source.shape[dim] == 1:
+        site = mode.writes.layer_site(sys._getframe(1)) or user_site(1)  # nn.Softmax(dim=1)'s line, or the call
+        _zero_cut(mode, func, args, kwargs, out, "constant", site)
 
 
 def on_sample(mode: Mode, func, args, kwargs):

@@ -18,7 +18,8 @@ from torch.overrides import TorchFunctionMode
 
 from gradcheck_l2c.record.args import requires_grad_in
 from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
-from gradcheck_l2c.record.handlers import handler_table, non_differentiable, remember_site
+from gradcheck_l2c.record.handlers import (NORMALISING, constant_over_one, handler_table, non_differentiable,
+                                           remember_site)
 from gradcheck_l2c.record.locations import LIBRARY, caller_is_user, frame_kind, user_site
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import compiling_check
@@ -124,6 +125,8 @@ class Interceptor(TorchFunctionMode):
                 elif self.unregistered.held:
                     self.unregistered.derived(args, out)
             else:
+                if func in NORMALISING:  # a softmax over one element is a constant
+                    constant_over_one(self, func, args, kwargs, out)
                 if self.unregistered.held:  # plain tensors fresh from a factory on modules: used as weights?
                     self.unregistered.used(args, sys._getframe(1))
                 if scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):

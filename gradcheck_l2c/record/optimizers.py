@@ -40,6 +40,7 @@ class OptimizerRecord:
     group_keys: set[int] = field(default_factory=set)  # and the watched keys in that group
     lone_backward: Site | None = None  # not stepped yet: an early backward that reached its parameters, no other's
     step_order: int = -1  # when, on the trace's count of steps
+    first_step_backwards: int = -1  # the trace's count of backward calls at its first step
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
     created: int = 0  # the count of steps when it was built
     reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
@@ -188,6 +189,8 @@ class OptimizerLog:
         clock = self.clock
         clock.steps += 1
         record.step_site, record.step_order = site, clock.steps
+        if record.first_step_backwards < 0:
+            record.first_step_backwards = clock.backwards
         # the frames of the first steps, where a step that runs too early breaks a later backward (a walk of
         # the stack each: later steps keep none)
         record.step_stack = user_stack(2) if clock.steps <= _STACKED_STEPS else ()

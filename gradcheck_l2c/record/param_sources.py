@@ -133,7 +133,8 @@ def first_return(function: Any) -> Site | None:
         return None
     tree = source_tree(code.co_filename)
     for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, (ast.FunctionDef, ast.Lambda)) and node.lineno == code.co_firstlineno:
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)) and code.co_firstlineno in (
+                node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))):  # a decorator's line
             if isinstance(node, ast.Lambda):
                 return Site(code.co_filename, node.lineno)
             returns = sorted(r.lineno for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None)

@@ -54,6 +54,7 @@ class Watched:
     replaced: bool = False  # a torch layer reparametrised it (weight_norm ...): judged through the new leaves
     copied: bool = False  # copy.deepcopy copied it: a template, judged through its copies
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
+    frozen_at: Site | None = None  # the user line that switched it off
     born: int = 0  # backward calls seen before it was watched
     gone_unused: bool = False  # freed before the first backward ran (a model replaced before training began)
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
@@ -68,6 +69,7 @@ class Watched:
     forwards: tuple[Site | None, Site | None] = (None, None)  # forward of that module, and of its parent
     holder: str = ""  # class of the module that holds it
     last_reached: int = 0  # the backward call (1-based) that last gave it a gradient
+    first_reached: int = 0  # and the one that first did
     hook: Any = None
 
     @property

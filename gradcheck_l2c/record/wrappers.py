@@ -73,6 +73,8 @@ def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[
         original(module, name, value)
         if value is True and name == "inplace" and state.scope.in_trace_thread():
             state.writes.layer_made_inplace(module, user_site(1))  # torch's layers' own switch
+        elif name == "dim" and type(value) is int and state.scope.in_trace_thread() and not caller_is_user(1):
+            state.writes.layer_given_dim(module, user_site(1))  # nn.Softmax(dim=1): its constructor sets it
         kind = type(value)
         if kind is torch.Tensor or kind in (list, tuple, dict) or isinstance(value, nn.Module):
             if state.scope.in_trace_thread() and caller_is_user(1):

@@ -55,12 +55,29 @@ class WriteLog:
         self.notes: dict[tuple[Site | None, str], InplaceNote] = {}
         self.snapshots: dict[int, tuple[weakref.ref, Snapshot]] = {}
         self.inplace_layers: dict[int, tuple[weakref.ref, Site | None]] = {}  # module id -> where made to write in place
+        self.dim_layers: dict[int, tuple[weakref.ref, Site | None]] = {}  # module id -> where given its dim
 
     def layer_made_inplace(self, module: Any, site: Site | None) -> None:
         """A module's ``inplace`` was set true (by its constructor, ``nn.ReLU(inplace=True)`` on the user's line,
         or by user code, ``m.inplace = True``): the line to change when its writes break a backward."""
         ident, layers = id(module), self.inplace_layers
         layers[ident] = (weakref.ref(module, lambda _, ident=ident: layers.pop(ident, None)), site)
+
+    def layer_given_dim(self, module: Any, site: Site | None) -> None:
+        """A torch layer's ``dim`` was set (``nn.Softmax(dim=1)`` on the user's line): the line to change when
+        that dimension turns out to have size 1."""
+        ident, layers = id(module), self.dim_layers
+        layers[ident] = (weakref.ref(module, lambda _, ident=ident: layers.pop(ident, None)), site)
+
+    def layer_site(self, frame: FrameType | None) -> Site | None:
+        """Where the torch layer running at ``frame`` (or further out, short of user code) was given its dim."""
+        while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+            layer = frame.f_locals.get("self")
+            entry = self.dim_layers.get(id(layer)) if layer is not None else None
+            if entry is not None and entry[0]() is layer:
+                return entry[1]
+            frame = frame.f_back
+        return None
 
     def layer_wrote(self, target: torch.Tensor, func: Any, frame: FrameType | None) -> None:
         """A functional op called with ``inplace=True`` changed its input (``frame`` is its caller): an in-place

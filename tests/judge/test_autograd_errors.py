@@ -553,7 +553,8 @@ CASES = {
         w = torch.randn(8, 4, requires_grad=True)
         Clip.apply(w).sum().backward()
         """),
-    # refused in forward, by the op itself (the words of torch's messages, one category each)
+    # refused in forward, by the op itself (the words of torch's messages, one category each); a write into a
+    # view a custom Function returned is named at the Function's return (gustavecortal/gpt-j-fine-tuning-example#1)
     # initialising a Parameter with out= in grad mode (divelab/DIG#164, the fix of DGL's DimeNet)
     "out_requires_grad": ("""
         freq = nn.Parameter(torch.empty(4))
@@ -599,7 +600,7 @@ CASES = {
         class Ident(torch.autograd.Function):
             @staticmethod
             def forward(ctx, a):
-                return a.view_as(a)
+                return a.view_as(a)  # <- autograd_error
 
             @staticmethod
             def backward(ctx, grad):
@@ -607,7 +608,7 @@ CASES = {
 
         w = torch.randn(8, 4, requires_grad=True)
         out = Ident.apply(w * 1)
-        out.add_(1)  # <- autograd_error
+        out.add_(1)  # <- symptom
         out.sum().backward()
         """, """
         class Ident(torch.autograd.Function):
@@ -633,6 +634,24 @@ CASES = {
         w = torch.randn(8, 4, requires_grad=True)
         h = (w * 2)[0].detach()
         (w * 2).sum().backward()
+        """),
+    # every parameter frozen, the head by the branch meant to keep it trainable (AaronComo/LipFD#18)
+    "graphless_all_frozen": ("""
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        for name, p in model.named_parameters():
+            if name.startswith("0."):
+                p.requires_grad = False
+            else:
+                p.requires_grad = False  # <- autograd_error
+        F.cross_entropy(model(x), y).backward()  # <- symptom
+        """, """
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        for name, p in model.named_parameters():
+            if name.startswith("0."):
+                p.requires_grad = False
+            else:
+                p.requires_grad = True
+        F.cross_entropy(model(x), y).backward()
         """),
 }
 

@@ -397,14 +397,14 @@ def test_optimizer_membership(snippet):
     model = nn.Linear(4, 3)
     alpha = nn.Parameter(torch.zeros(3))
     model.register_parameter("alpha", alpha)
-    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
-    adam = torch.optim.Adam([model.alpha], lr=0.1)  # <- second
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)  # <- broad
+    adam = torch.optim.Adam([model.alpha], lr=0.1)
     loss = F.cross_entropy(model(x) + model.alpha, y)
     loss.backward()
     sgd.step(); adam.step()
     """))
     found = [(f.kind, f.tensor, f.line) for f in buggy.run().findings]
-    assert found == [("optimizer", "Linear.alpha", buggy.line("second"))]
+    assert found == [("optimizer", "Linear.alpha", buggy.line("broad"))]  # the one that took every parameter
     fixed = snippet(program("""
     model = nn.Linear(4, 3)
     alpha = nn.Parameter(torch.zeros(3))

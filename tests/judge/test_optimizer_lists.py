@@ -163,3 +163,57 @@ opt = torch.optim.SGD(model.parameters(), lr=0.1)  # <- optimizer
 model[0], model[2] = nn.Linear(4, 6), nn.Linear(6, 1)
 """)
     assert found and {f.line for f in found} == {script.line("optimizer")}
+
+
+def test_of_two_optimizers_the_one_stepped_after_the_parameter_s_first_backward_is_the_one_that_left_it_out(snippet):
+    """An actor-critic with an optimizer each (Replicable-MARL/MARLlib#146): the value encoder gets its gradients
+    from the value loss, whose backward the critic's optimizer steps after; its list is the line to change, though
+    the names (``value_encoder`` beside ``action_encoder`` and ``value_head``) tell nothing."""
+    script = snippet(PRELUDE + textwrap.dedent("""
+    class ActorCritic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.action_encoder, self.action_head = nn.Linear(4, 8), nn.Linear(8, 2)
+            self.value_encoder, self.value_head = nn.Linear(4, 8), nn.Linear(8, 1)
+
+    model = ActorCritic()
+    actor = torch.optim.Adam(list(model.action_encoder.parameters()) + list(model.action_head.parameters()))
+    critic = torch.optim.Adam(model.value_head.parameters())  # <- critic
+    for step in range(2):
+        actor.zero_grad()
+        model.action_head(model.action_encoder(x)).logsumexp(1).mean().backward()
+        actor.step()
+        critic.zero_grad()
+        F.mse_loss(model.value_head(torch.tanh(model.value_encoder(x))), y).backward()
+        critic.step()
+    """))
+    found = [f for f in script.run().findings if f.kind == "optimizer"]
+    assert {(f.line, f.tensor) for f in found} == {(script.line("critic"), "ActorCritic.value_encoder.weight"),
+                                                  (script.line("critic"), "ActorCritic.value_encoder.bias")}
+
+
+def test_a_parameter_in_an_optimizer_of_all_parameters_and_in_its_own_is_named_at_the_broad_one(snippet):
+    """DARTS' architecture weights (dragen1860/DARTS-PyTorch#5): the weights' SGD took model.parameters(), the
+    alphas too, beside the Adam built for the alphas alone; the SGD's list is what must leave them out."""
+    script = snippet(PRELUDE + textwrap.dedent("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+            self.alpha = nn.Parameter(torch.zeros(8))
+
+        def forward(self, x):
+            return self.body[2](self.body[1](self.body[0](x)) * torch.sigmoid(self.alpha))
+
+    model = Net()
+    weights = torch.optim.SGD(model.parameters(), lr=0.1)  # <- weights
+    arch = torch.optim.Adam([model.alpha], lr=1e-3)  # <- arch
+    for step in range(2):
+        for opt in (arch, weights):
+            opt.zero_grad()
+            F.mse_loss(model(x), y).backward()
+            opt.step()
+    """))
+    found = [f for f in script.run().findings if f.kind == "optimizer"]
+    assert [(f.line, f.tensor) for f in found] == [(script.line("weights"), "Net.alpha")]
+    assert places(found[0]) == {("used", script.line("arch"))}

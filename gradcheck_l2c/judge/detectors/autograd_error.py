@@ -33,7 +33,7 @@ def scan(run) -> list[Finding]:
 def note(fact: AutogradError) -> str | None:
     """The note added to PyTorch's error: the line to change, what happened there, and the fix."""
     if fact.category in ("ddp", "other", "inplace_saved") or \
-            (fact.category == "graphless" and _under_inference_mode(fact) is None):
+            (fact.category == "graphless" and _under_inference_mode(fact) is None and not fact.detail.get("frozen")):
         return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
     message, fix = words(fact, fact.subject)
     where = place(fact)
@@ -268,7 +268,14 @@ def _graphless(fact: AutogradError, name: str, call: str, said: str) -> tuple[st
                 f"without grad_fn: inference mode records no graph, even inside torch.enable_grad(){said}.",
                 "run it under torch.no_grad() instead of torch.inference_mode() (enable_grad() can turn "
                 "recording back on there), or outside both if it needs gradients.")
-    return (f"backward() was called on `{name}`, which does not require grad and has no grad_fn: nothing it was "
+    what = f"`{name}`" if name != "backward()" else "its loss"
+    if fact.detail.get("frozen"):
+        return (f"this line switched off requires_grad of {fact.detail['last']}, and by the time backward(){call} "
+                f"ran all {fact.detail['frozen']} parameters were frozen: {what} was computed from none that "
+                f"requires grad, so PyTorch refused the backward{said}.",
+                "freeze only the part meant to stay fixed: this branch should leave its parameters trainable "
+                "(requires_grad = True), or unfreeze the head before training.")
+    return (f"backward() was called on {what}, which does not require grad and has no grad_fn: nothing it was "
             f"computed from requires grad, and no cut the trace saw explains why{said}.",
             "compute it from tensors that require grad (the model's parameters, or leaves made with "
             "requires_grad=True), outside torch.no_grad() and inference_mode(); if everything is frozen on "
@@ -334,9 +341,9 @@ def _nograd_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[
 
 
 def _function_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
-    return (f"`{fact.detail.get('op', 'an in-place op')}` wrote in place into {name}, a view a custom "
-            f"autograd.Function returned (or one of its inputs returned as is): the write would bypass the "
-            f"Function's backward, so PyTorch refused it{said}.",
+    return (f"this custom autograd.Function's forward returns a view (or one of its inputs as is), and "
+            f"`{fact.detail.get('op', 'an in-place op')}` later wrote in place into it ({name}): the write would "
+            f"bypass the Function's backward, so PyTorch refused it{said}.",
             "return a clone from the Function's forward (return x.clone(), not x or a view of it), or write out "
             "of place.")
 

@@ -19,6 +19,11 @@ _COMPARISONS = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "greater": ">", "l
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:
     op = event.detail
+    if event.extra.get("output") == "constant":
+        return (f"`{op}` was taken over a dimension of size 1, so its output is a constant ({op} of one value "
+                f"is {'0' if 'log' in op else '1'}) and no gradient reaches {tensor} through it.",
+                "take it over the dimension that holds the classes or experts (check dim=), renormalise after "
+                "selecting (softmax over all scores, then top-k), or use torch.sigmoid for a single logit.")
     if event.extra.get("output") == "sample":
         return (f"`{op}` draws a random sample whose derivative to its parameters PyTorch defines as zero, "
                 f"so no gradient reaches {tensor} through it.", _fix(op, "sample"))

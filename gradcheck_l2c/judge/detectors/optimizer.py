@@ -43,7 +43,7 @@ def scan(run) -> list[Finding]:
                 continue  # an optimizer built later took it
             if any(event.key in hidden.keys for hidden in record.unregistered.values()):
                 continue  # no module registers it: that (non_parameter_tensor) is the line to change
-            meant = _meant_for(run, name)
+            meant = _meant_for(run, name, watched)
             anew = watched.user_leaf and watched.site in remade
             message, fix = _none(run, watched, meant, anew)
             site, related = event.site, {"defined": event.site}
@@ -65,6 +65,19 @@ def scan(run) -> list[Finding]:
         if not (first.step_order > second.created and second.step_order >= 0):
             continue  # the first optimizer was done before the second was built: a new phase, not a clash
         attr = name.split(".", 1)[-1]
+        if len(first.params) > len(second.params) and first.site is not None:
+            # the first took every parameter (model.parameters()), the second the few meant for it: the first
+            # is the line to change (DARTS' architecture weights, a head with its own optimizer)
+            found.append(run.finding(
+                KIND, "warning", name, first.site,
+                f"{name} is in two optimizers ({event.extra['first']} and {event.detail}): this "
+                f"{event.extra['first']} took all {len(first.params)} parameters, so each step updates it with "
+                f"both rules.",
+                f"build this {event.extra['first']} from the other parameters only: "
+                f"[p for n, p in model.named_parameters() if n != '{attr}'].",
+                event.count, related={"used": event.site},
+            ))
+            continue
         found.append(run.finding(
             KIND, "warning", name, event.site,
             f"{name} is in two optimizers ({event.extra['first']} and {event.detail}): each step updates it "
@@ -218,13 +231,17 @@ def _no_backward(run, event) -> Finding:
         "call loss.backward() after optimizer.zero_grad() and before optimizer.step().", event.count)
 
 
-def _meant_for(run, name: str):
-    """The optimizer that should hold the parameter ``name``: the only one, or the one holding the parameters
-    nearest to it in the module tree (``shared.decoder.w`` goes with ``shared.encoder``'s optimizer, not with
-    the one of the experts beside ``shared``)."""
+def _meant_for(run, name: str, watched):
+    """The optimizer that should hold the parameter ``name``: the only one, the only one whose first step came right
+    after the backward that first gave it a gradient (a critic's optimizer after the value loss's backward), or the one
+    holding the parameters nearest to it in the module tree (``shared.decoder.w`` goes with
+    ``shared.encoder``'s optimizer, not with the one of the experts beside ``shared``)."""
     records = [r for r in run.record.optimizers if r.site is not None]
     if len(records) == 1:
         return records[0]
+    after = [r for r in records if watched.first_reached and r.first_step_backwards == watched.first_reached]
+    if len(after) == 1:
+        return after[0]
     path = name.split(".")
     best, depth = None, 0
     for record in records:

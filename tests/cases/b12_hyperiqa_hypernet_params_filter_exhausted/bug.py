@@ -43,7 +43,8 @@ class HyperIQASolver:
                 loss.backward()
                 self.solver.step()
             changed = not torch.equal(self.model_hyper.fc1w.weight, before)
-            print(f"epoch {t}: hypernet fc1w grad set: {self.model_hyper.fc1w.weight.grad is not None}, changed: {changed}")
+            grad_set = self.model_hyper.fc1w.weight.grad is not None
+            print(f"epoch {t}: hypernet fc1w grad set: {grad_set}, changed: {changed}")
             lr = self.lr / pow(10, (t // 6))
             self.paras = [{'params': self.hypernet_params, 'lr': lr * self.lrratio},
                           {'params': self.model_hyper.res.parameters(), 'lr': self.lr}]

@@ -36,11 +36,12 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 completions = torch.randint(0, 12, (8, 6))  # 2 prompts x 4 generations, sampled earlier
 rewards = (completions == 3).float().mean(1)
 advantages = (rewards - rewards.view(2, 4).mean(1).repeat_interleave(4)) / (rewards.std() + 1e-4)
+old_per_token_logps = torch.full((8, 5), -2.48)  # log-probs recorded at generation
 entropy_coef = 0.01
 for step in range(3):
     optimizer.zero_grad()
     logps, entropies = _get_per_token_logps_and_entropies(model, completions)
-    per_token_loss = -torch.exp(logps - logps.detach()) * advantages.unsqueeze(1)
+    per_token_loss = -torch.exp(logps - old_per_token_logps) * advantages.unsqueeze(1)
     loss = per_token_loss.mean()
     entropy_loss = entropies.mean()
     loss = loss - entropy_coef * entropy_loss

@@ -1,0 +1,62 @@
+"""The fixed twin: the frequencies are initialised under torch.no_grad() and made to require grad again, as
+DGL's DimeNet example does (dmlc/dgl#4219; divelab/DIG#164): the out= write under no_grad turns requires_grad off."""
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+PI = math.pi
+
+
+class Envelope(nn.Module):
+    def __init__(self, exponent):
+        super().__init__()
+        self.p = exponent + 1
+        self.a, self.b, self.c = -(self.p + 1) * (self.p + 2) / 2, self.p * (self.p + 2), -self.p * (self.p + 1) / 2
+
+    def forward(self, x):
+        p = self.p
+        return 1. / x + self.a * x.pow(p - 1) + self.b * x.pow(p) + self.c * x.pow(p + 1)
+
+
+class dist_emb(nn.Module):
+    def __init__(self, num_radial, cutoff=5.0, envelope_exponent=5):
+        super().__init__()
+        self.cutoff = cutoff
+        self.envelope = Envelope(envelope_exponent)
+        self.freq = nn.Parameter(torch.Tensor(num_radial))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with torch.no_grad():
+            torch.arange(1, self.freq.numel() + 1, out=self.freq).mul_(PI)
+        self.freq.requires_grad_()
+
+    def forward(self, dist):
+        dist = dist.unsqueeze(-1) / self.cutoff
+        return self.envelope(dist) * (self.freq * dist).sin()
+
+
+class TinySphereNet(nn.Module):
+    def __init__(self, num_radial=6, hidden=16):
+        super().__init__()
+        self.dist_emb = dist_emb(num_radial)
+        self.lin = nn.Sequential(nn.Linear(num_radial, hidden), nn.SiLU(), nn.Linear(hidden, 1))
+
+    def forward(self, dist, batch, num_graphs):
+        e = self.lin(self.dist_emb(dist)).squeeze(-1)
+        return torch.zeros(num_graphs).index_add(0, batch, e)
+
+
+torch.manual_seed(0)
+model = TinySphereNet()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+dist, batch, target = torch.rand(20) * 4 + 0.5, torch.arange(4).repeat_interleave(5), torch.randn(4)
+freq_before = model.dist_emb.freq.detach().clone()
+for step in range(3):
+    optimizer.zero_grad()
+    loss = F.l1_loss(model(dist, batch, 4), target)
+    loss.backward()
+    optimizer.step()
+print(f"freq learned: {not torch.equal(model.dist_emb.freq, freq_before)}")

@@ -36,7 +36,3 @@ for step in range(3):
     loss_g.backward()
     opt_g.step()
 print(f"mel_fake.grad_fn: {mel_fake.grad_fn}; loss_mel requires grad: {loss_mel.requires_grad}")
-w = generator[0].weight
-opt_g.zero_grad()
-F.l1_loss(mel_spectrogram(generator(mel).squeeze(1)[:, :audio.shape[1]]), mel).backward()
-print(f"generator grad from the mel term alone: {w.grad.abs().sum().item():.4f}")

@@ -1,0 +1,51 @@
+"""CLAP as a differentiable audio-text loss (LAION-AI/CLAP#92, "Maintain gradients in get_audio_embedding_from_data"):
+`get_audio_embedding_from_data(x, use_tensor=True)` promises "the output will be the tensor, preserving the gradient",
+but the `get_audio_features` it calls computes the waveform's mel features inside `with torch.no_grad():`, so a
+generator trained to match a text prompt gets no gradient and `loss.backward()` raises "element 0 of tensors does not
+require grad". The PR passes `require_grad=audio_waveform.requires_grad` and keeps the graph when it is set."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+torch.manual_seed(0)
+mel_fb = torch.rand(201, 16)
+
+
+def get_mel(audio_data):
+    spec = torch.stft(audio_data, 400, 160, window=torch.hann_window(400), return_complex=True).abs() ** 2
+    return torch.log(spec.T @ mel_fb + 1e-6)
+
+
+def get_audio_features(sample, audio_data, max_len):
+    with torch.no_grad():
+        mel = get_mel(audio_data)  # <- no_grad
+        sample["mel_fusion"] = mel
+        sample["waveform"] = F.pad(audio_data, (0, max_len - audio_data.shape[-1]))
+    return sample
+
+
+class CLAPModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.audio_branch = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32))
+
+    def get_audio_embedding_from_data(self, x, use_tensor=False):
+        self.eval()
+        audio_input = [get_audio_features({}, audio_waveform, 4800) for audio_waveform in x]
+        mels = torch.stack([d["mel_fusion"] for d in audio_input])
+        return F.normalize(self.audio_branch(mels).mean(1), dim=-1)
+
+
+clap = CLAPModule().requires_grad_(False)
+text_embed = F.normalize(torch.randn(1, 32), dim=-1)  # the prompt's CLAP text embedding
+generator = nn.Sequential(nn.Linear(8, 64), nn.Tanh(), nn.Linear(64, 4000), nn.Tanh())
+optimizer = torch.optim.Adam(generator.parameters(), lr=1e-3)
+z = torch.randn(2, 8)
+for step in range(3):
+    audio = generator(z)
+    audio_embed = clap.get_audio_embedding_from_data(audio, use_tensor=True)
+    loss = 1 - (audio_embed * text_embed).sum(-1).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print(f"generator grad set: {generator[0].weight.grad is not None}")

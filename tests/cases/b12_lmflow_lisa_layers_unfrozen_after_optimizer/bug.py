@@ -1,0 +1,54 @@
+"""LISA layer-wise fine-tuning in LMFlow (OptimalScale/LMFlow#726, "same loss regardless of lisa_activated_layers"):
+the callback freezes every decoder layer in `__init__` and unfreezes a random few every `interval_steps`, but the
+trainer builds its optimizer once, from the parameters that require grad when training starts (the embeddings and the
+LM head). "No matter what other layers you unfreeze during training, the optimizer will only work on the initial"
+set: the switched-on layers get gradients and never change."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab=32, dim=16, n_layers=4):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(nn.Sequential(nn.Linear(dim, dim), nn.Tanh()) for _ in range(n_layers))
+        self.lm_head = nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        h = self.embed_tokens(ids)
+        for layer in self.layers:
+            h = h + layer(h)
+        return self.lm_head(h)
+
+
+class DynamicLayerActivationCallback:
+    def __init__(self, n_layers, interval_steps, model):
+        self.n_layers, self.interval_steps, self.layers = n_layers, interval_steps, model.layers
+        self.freeze_all_layers()
+
+    def freeze_all_layers(self):
+        for layer in self.layers:
+            layer.requires_grad_(False)
+
+    def on_step_begin(self, global_step):
+        if global_step % self.interval_steps == 0:
+            self.freeze_all_layers()
+            for idx in torch.randperm(len(self.layers))[:self.n_layers].tolist():
+                self.layers[idx].requires_grad_(True)
+
+
+torch.manual_seed(0)
+model = TinyLM()
+callback = DynamicLayerActivationCallback(n_layers=2, interval_steps=1, model=model)
+optimizer = torch.optim.AdamW([p for n, p in model.named_parameters() if p.requires_grad], lr=1e-2)  # <- optimizer
+ids = torch.randint(0, 32, (4, 9))
+before = [layer[0].weight.detach().clone() for layer in model.layers]
+for global_step in range(6):
+    callback.on_step_begin(global_step)
+    logits = model(ids[:, :-1])
+    loss = F.cross_entropy(logits.reshape(-1, 32), ids[:, 1:].reshape(-1))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("layers changed:", [not torch.equal(layer[0].weight, b) for layer, b in zip(model.layers, before)])

@@ -161,6 +161,9 @@ def on_grad_set(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
     if isinstance(args[1], Tensor) and caller_is_user(2):
         mode.state.backwards.assigned(args[0])
+        key = mode.state.registry.key_of(args[0])
+        if key is not None:
+            mode.state.updates.grad_written(key, user_site(1))
     return out
 
 
@@ -260,6 +263,8 @@ def on_inplace(mode: Mode, func, args, kwargs):
     state = mode.state
     target = args[0] if args else None
     writes = mode.writes
+    if state.updates.grad_ids and id(target) in state.updates.grad_ids:  # a write into a gradient the user read
+        state.updates.grad_written(state.updates.grad_ids[id(target)], user_site(1))
     if not _is_grad_enabled():
         if writes.snapshots:
             writes.check_snapshots(func, args)

@@ -73,7 +73,7 @@ class Patches:
         for owner in (torch.nn.utils, torch.nn.utils.clip_grad):  # they read and scale .grad only, under no_grad
             for name in GRADIENT_CLIPPING:
                 if hasattr(owner, name):
-                    self._replace(owner, name, self._quietly(getattr(owner, name)))
+                    self._replace(owner, name, self._clipping(self._quietly(getattr(owner, name))))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
         self._replace(engine_owner, ENGINE_ATTRIBUTE,
                       wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope,
@@ -215,6 +215,20 @@ class Patches:
                 scope.quiet = before
 
         return quietly
+
+    def _clipping(self, clip: Callable[..., Any]) -> Callable[..., Any]:
+        """Gradient clipping, noting where it clipped to a norm or value of 0 (every gradient becomes zeros)."""
+        state = self.state
+
+        @functools.wraps(clip)
+        def clipping(*args: Any, **kwargs: Any) -> Any:
+            out = clip(*args, **kwargs)
+            bound = args[1] if len(args) > 1 else kwargs.get("max_norm", kwargs.get("clip_value"))
+            if isinstance(bound, (int, float)) and bound == 0 and state.scope.in_trace_thread():
+                state.updates.clipped(user_site(1))
+            return out
+
+        return clipping
 
     def _scheduler_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """A learning-rate scheduler's ``__init__``: where it was built, the line to change when its rate

@@ -35,6 +35,7 @@ class Unchanged:
     schedule: Site | None = None  # the scheduler's function that gave the rate of 0, at its first return
     stalled_at: int = 0  # the rate fell to 0 at this step (1-based) and stayed 0 to the last of ``steps``
     steps: int = 0
+    zeroed_at: Site | None = None  # the user line that last wrote into its gradient, or clipped it to 0
 
 
 def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
@@ -104,6 +105,12 @@ class UpdateLog:
         self.found: list[Unchanged] = []  # filled by `compare` at the end of the trace
         self._schedule: Site | bool | None = None  # the scheduler function behind a rate of 0 (False: none)
         self._rates: dict[int, _Rates] = {}  # id(optimizer record) -> its learning rate over its steps
+        # the gradients user code read, to name a write into one (id(grad) -> key, key -> id(grad)), where the
+        # user's writes into each key's gradient were last seen, and the last clipping to a norm of 0
+        self.grad_ids: dict[int, int] = {}
+        self._grad_of: dict[int, int] = {}
+        self._written: dict[int, Site | None] = {}
+        self._clipped_to_zero: Site | None = None
         self._records: list[Any] = []  # those records, kept so that their ids stay theirs
 
     def scheduled(self, record: Any, site: Site | None) -> None:
@@ -120,6 +127,21 @@ class UpdateLog:
             rates.zero_run += 1
         else:
             rates.moved, rates.zero_run = True, 0
+
+    def grad_read(self, key: int, grad: torch.Tensor) -> None:
+        """User code read the gradient of ``key``: a write into that tensor is a write into its gradient."""
+        old = self._grad_of.get(key)
+        if old != id(grad):
+            self.grad_ids.pop(old, None)
+            self.grad_ids[id(grad)] = self._grad_of[key] = key
+
+    def grad_written(self, key: int, site: Site | None) -> None:
+        """User code wrote into (or assigned) the gradient of ``key`` at ``site``."""
+        self._written[key] = site
+
+    def clipped(self, site: Site | None) -> None:
+        """Gradients were clipped to a norm (or value) of 0 at ``site``: every one of them became zeros."""
+        self._clipped_to_zero = site
 
     def _rates_of(self, record: Any) -> _Rates:
         rates = self._rates.get(id(record))
@@ -190,8 +212,9 @@ class UpdateLog:
                 # else the steps were too small to move it in floating point (vanishing, not missing), or its
                 # gradient came out of backward as zeros (its loss does not move it; a step could not either)
                 schedule = self._schedule if entry.lr_always_zero and self._schedule else None
+                zeroed = self._written.get(key) or self._clipped_to_zero if not entry.lr_always_zero else None
                 self.found.append(Unchanged(key, entry.optimizer, entry.site, entry.lr_always_zero,
-                                            entry.grad_always_zero, schedule))
+                                            entry.grad_always_zero, schedule, zeroed_at=zeroed))
         for rates in self._rates.values():
             run = rates.zero_run
             if rates.keys and rates.moved and run >= STALLED_STEPS and run * STALLED_SHARE >= rates.steps:

@@ -14,7 +14,7 @@ from gradcheck_l2c.record.args import flat, op_label
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_site
 from gradcheck_l2c.record.reach import Reachability
-from gradcheck_l2c.record.torch_internals import version
+from gradcheck_l2c.record.torch_internals import MODULE_CALLS, version
 from gradcheck_l2c.record.watch import WatchRegistry
 
 
@@ -70,12 +70,18 @@ class WriteLog:
         layers[ident] = (weakref.ref(module, lambda _, ident=ident: layers.pop(ident, None)), site)
 
     def layer_site(self, frame: FrameType | None) -> Site | None:
-        """Where the torch layer running at ``frame`` (or further out, short of user code) was given its dim."""
+        """Where the torch layer running at ``frame`` (or further out, short of user code) was given its dim,
+        when a torch container (``nn.Sequential``) called it; None when user code called it on its own line
+        (``self.softmax(top_logits)``: that call, where the input is chosen, is the line to change)."""
         while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
             layer = frame.f_locals.get("self")
             entry = self.dim_layers.get(id(layer)) if layer is not None else None
             if entry is not None and entry[0]() is layer:
-                return entry[1]
+                caller = frame.f_back
+                while caller is not None and caller.f_code.co_name in MODULE_CALLS:
+                    caller = caller.f_back
+                called_by_user = caller is not None and frame_kind(caller.f_code.co_filename) == USER
+                return None if called_by_user else entry[1]
             frame = frame.f_back
         return None
 

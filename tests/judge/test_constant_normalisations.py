@@ -41,11 +41,12 @@ def test_a_top1_gate_s_softmax_is_named_not_the_topk_routing(snippet):
     script, traced = run(snippet, """
     gate = nn.Parameter(torch.randn(8, 4))
     experts = nn.Linear(8, 4)
+    softmax = nn.Softmax(dim=1)  # a layer the user calls on its own line: the call is named, where its input is
     opt = torch.optim.Adam([gate, *experts.parameters()], lr=1e-2)
     for step in range(2):
         logits = x @ gate
         top, index = logits.topk(1, dim=1)
-        weight = torch.softmax(top, dim=1)  # <- softmax
+        weight = softmax(top)  # <- softmax
         gates = torch.zeros_like(logits).scatter(1, index, weight)
         opt.zero_grad()
         ((gates * experts(x)).sum(1) - y).pow(2).mean().backward()

@@ -65,11 +65,28 @@ def test_a_gradient_zeroed_between_backward_and_step_is_no_update(snippet):
     for step in range(2):
         opt.zero_grad()
         F.mse_loss(model(x), y).backward()
-        model.weight.grad.mul_(0)
+        model.weight.grad.mul_(0)  # <- mask
         opt.step()  # <- step
     """)
-    assert loud(traced.findings) == [("no_update", "warning", script.line("step"), "Linear.weight")]
+    assert loud(traced.findings) == [("no_update", "warning", script.line("mask"), "Linear.weight")]
     assert "all zeros" in traced.findings[0].message
+    assert ("used", script.line("step")) in {(p.role, p.line) for p in traced.findings[0].related}
+
+
+def test_gradients_clipped_to_a_norm_of_zero_are_named_at_the_clipping(snippet):
+    """clip_grad_norm_ with max_norm 0 (OpenNMT/OpenNMT-py#1140: -max_grad_norm 0 meant "no clipping") leaves
+    every gradient zeros: the clipping is the line to change."""
+    script, traced = run(snippet, """
+    opt = torch.optim.Adam(model.parameters(), lr=0.1)
+    max_grad_norm = 0.0
+    for step in range(2):
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)  # <- clip
+        opt.step()
+    """)
+    assert sorted(loud(traced.findings)) == [("no_update", "warning", script.line("clip"), t)
+                                             for t in ("Linear.bias", "Linear.weight")]
 
 
 def test_steps_too_small_to_move_a_weight_are_no_missing_update(snippet):

@@ -46,9 +46,10 @@ def test_a_bias_its_own_loss_gives_exact_zeros_is_no_missing_update(snippet):
 
 
 def test_a_gradient_masked_between_the_critics_backward_and_step_is_still_found(snippet):
-    script, traced = run(snippet, CRITIC.format(clear="[p.grad.mul_(0) for p in critic.parameters()]"))
+    script, traced = run(snippet, CRITIC.format(clear="[p.grad.mul_(0) for p in critic.parameters()]  # <- mask"))
     # the weight's gradient was masked; the bias's was zero out of backward, so no step could move it
-    assert loud(traced) == [("no_update", script.line("step"), "critic.weight")]
+    assert loud(traced) == [("no_update", script.line("mask"), "critic.weight")]  # named at the write
+    assert ("used", script.line("step")) in {(p.role, p.line) for p in traced.findings[0].related}
 
 
 DERIVATIVE = """

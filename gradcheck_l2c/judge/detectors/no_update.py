@@ -29,12 +29,15 @@ def scan(run) -> list[Finding]:
                    "be 0 (a linear warmup current_step / warmup_steps is: use (current_step + 1) / warmup_steps).")
         else:
             why = f"the gradient each {fact.optimizer} step read was all zeros, although backward() had given it one"
+            if fact.zeroed_at:
+                why += " (this line last wrote into it, or clipped it to 0)"
             fix = ("do not zero or mask the gradient between backward() and step() (a manual .grad write, "
-                   "zero_grad() in between, a mask multiplied into .grad).")
+                   "zero_grad() in between, a mask multiplied into .grad, clipping with a max norm of 0).")
+        placed = fact.schedule or fact.zeroed_at  # the scheduler's factor, or the line that zeroed the gradient
         found.append(run.finding(
-            KIND, "warning", name, fact.schedule or fact.step_site,
+            KIND, "warning", name, placed or fact.step_site,
             f"{name} got its gradient, but its values never changed over the run: {why}.", fix,
-            related={"used": fact.step_site} if fact.schedule else None,
+            related={"used": fact.step_site} if placed else None,
         ))
     return found
 

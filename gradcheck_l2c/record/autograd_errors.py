@@ -12,9 +12,7 @@ that stored a graph tensor on a module.
 """
 from __future__ import annotations
 
-import ast
 import os
-import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,20 +21,18 @@ import torch
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.args import op_label, tensors_in
-from gradcheck_l2c.record.code_lines import return_lines, stores_attribute
+from gradcheck_l2c.record.code_lines import stores_attribute
 from gradcheck_l2c.record.error_categories import IN_FORWARD, classify, multiple_views
 from gradcheck_l2c.record.failures import BackwardFailure
+from gradcheck_l2c.record.function_sites import function_backward_site, missing_backward_site, view_return_site
 from gradcheck_l2c.record.locations import USER, Site, attribute_site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
-from gradcheck_l2c.record.param_sources import first_return, source_tree
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
 from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
 
-_FUNCTION = re.compile(r"[Ff]unction (\w+) returned")
-_COUNTS = re.compile(r"expected (\d+), got (\d+)")
 _FREED = "already been freed"
 _WALK = 2_000  # nodes looked at below the freed boundary to confirm the graph there was freed
 _CHECKS = 16  # boundaries looked at
@@ -89,9 +85,9 @@ class ErrorRecorder:
             elif category in ("unused_input", "input_no_grad"):
                 subject, key, detail = self._input(category, roots, inputs, frame, subject)
             elif category == "function_backward":
-                cause, detail = _function(text, roots)
+                cause, detail = function_backward_site(text, _tensors(roots))
             elif category == "function_no_backward":
-                cause, detail = _without_backward(roots)
+                cause, detail = missing_backward_site(_tensors(roots))
             elif category == "other":
                 cause = _raised_in(error, call)
             elif category == "graphless" and torch.is_inference_mode_enabled():
@@ -140,8 +136,7 @@ class ErrorRecorder:
                 detail = {"op": label, "carried": carried is not None}
             elif category == "inplace_function_view":  # the line to change: the Function's return of a view
                 target = args[0] if args and isinstance(args[0], Tensor) else None
-                forward = getattr(function_class(target.grad_fn), "forward", None) if target is not None else None
-                cause, subject = (first_return(forward) if forward is not None else None) or call, None
+                cause, subject = (view_return_site(target) if target is not None else None) or call, None
                 detail = {"op": label}
             else:
                 target = args[0] if args and isinstance(args[0], Tensor) else None
@@ -331,56 +326,6 @@ def _freed_below(node: Any) -> bool:
                 if _FREED in str(error):
                     return True
     return False
-
-
-def _function(text: str, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
-    """The custom Function whose backward returned the wrong gradients, and the line of its ``return``."""
-    match = _FUNCTION.search(text)
-    counts = _COUNTS.search(text)
-    detail: dict[str, Any] = {"node": match[1] if match else None}
-    if counts:
-        detail["expected"], detail["got"] = int(counts[1]), int(counts[2])
-    if match is None:
-        return None, detail
-    for node in graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK):
-        cls = function_class(node)
-        if cls is None or type(node).__name__ != match[1]:
-            continue
-        detail["function"] = cls.__name__
-        backward = cls.vjp if cls.vjp is not torch.autograd.Function.vjp else cls.backward
-        code = getattr(getattr(backward, "__func__", backward), "__code__", None)
-        if code is None:
-            return None, detail
-        lines = return_lines(code)
-        file = os.path.abspath(code.co_filename)
-        detail["returns"] = len(lines)
-        return (Site(file, lines[-1]) if lines else Site(file, code.co_firstlineno)), detail
-    return None, detail
-
-
-def _without_backward(roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
-    """The custom Function on the graph that defines neither ``backward`` nor ``vjp``: its class line."""
-    base = torch.autograd.Function
-    for node in graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK):
-        cls = function_class(node)
-        if cls is None or cls.backward is not base.backward or cls.vjp is not base.vjp:
-            continue
-        detail = {"function": cls.__name__}
-        code = getattr(getattr(cls.forward, "__func__", cls.forward), "__code__", None)
-        if code is None or frame_kind(code.co_filename) != USER:
-            return None, detail
-        return Site(os.path.abspath(code.co_filename), _class_line(code, cls.__name__)), detail
-    return None, {}
-
-
-def _class_line(code: Any, name: str) -> int:
-    """The ``class`` line of the class whose method ``code`` is (its own line when the file cannot be read)."""
-    tree = source_tree(code.co_filename)
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.ClassDef) and node.name == name \
-                and node.lineno <= code.co_firstlineno <= (node.end_lineno or node.lineno):
-            return node.lineno
-    return code.co_firstlineno
 
 
 def _raised_in(error: BaseException, call: Site | None) -> Site | None:

@@ -220,7 +220,6 @@ class BackwardLog:
             if watched is None:
                 return
             watched.grad_used = True  # the script itself reads it: its cuts keep travelling (`settle`)
-            self.optimizers.updates.grad_read(watched.key, value)
             if watched.nonzero_grad:
                 return
             found = nonzero(value)

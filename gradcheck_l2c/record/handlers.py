@@ -152,7 +152,11 @@ def on_data_set(mode: Mode, func, args, kwargs):
 def on_grad_get(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
     if caller_is_user(2):
-        mode.state.backwards.grad_read(args[0], out)
+        state = mode.state
+        state.backwards.grad_read(args[0], out)
+        key = state.registry.key_of(args[0]) if out is not None else None
+        if key is not None:  # a write into it is a write into the gradient (`UpdateLog.grad_written`)
+            state.updates.grad_read(key, out)
     return out
 
 

@@ -44,7 +44,9 @@ from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, own_parameters, run_past
 
 #: torch's gradient clipping, run past the interceptor like torch's optimizer steps: ~10% of a transformer's step.
-GRADIENT_CLIPPING = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")
+GRADIENT_CLIPPING = tuple((owner, name) for owner in (torch.nn.utils, torch.nn.utils.clip_grad)
+                          for name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")
+                          if hasattr(owner, name))
 
 
 class Patches:
@@ -70,10 +72,8 @@ class Patches:
             self._undo.append(register_optimizer_step_post_hook(self._after_step).remove)
         self._replace(torch.optim.Optimizer, "zero_grad", self._clearing(self._quietly(torch.optim.Optimizer.zero_grad)))
         self._replace(nn.Module, "zero_grad", self._quietly(nn.Module.zero_grad))
-        for owner in (torch.nn.utils, torch.nn.utils.clip_grad):  # they read and scale .grad only, under no_grad
-            for name in GRADIENT_CLIPPING:
-                if hasattr(owner, name):
-                    self._replace(owner, name, self._clipping(self._quietly(getattr(owner, name))))
+        for owner, name in GRADIENT_CLIPPING:  # they read and scale .grad only, under no_grad
+            self._replace(owner, name, wrappers.clipping(self.state, self._quietly(getattr(owner, name))))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
         self._replace(engine_owner, ENGINE_ATTRIBUTE,
                       wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope,
@@ -81,7 +81,7 @@ class Patches:
         self._replace(nn.Parameter, "__new__", staticmethod(wrappers.parameter_new(self.state, nn.Parameter.__new__)))
         self._replace(nn.Module, "__setattr__", wrappers.module_setattr(self.state, nn.Module.__setattr__))
         self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
-        self._replace(LRScheduler, "__init__", self._scheduler_init(LRScheduler.__init__))
+        self._replace(LRScheduler, "__init__", wrappers.scheduler_init(self.state, LRScheduler.__init__))
         self._replace(torch, "from_numpy", wrappers.from_numpy(self.state, torch.from_numpy))
         variable = wrappers.variable(self.state, torch.autograd.variable.Variable)
         self._replace(torch.autograd, "Variable", variable)
@@ -197,9 +197,8 @@ class Patches:
         return clearing
 
     def _quietly(self, original: Callable[..., Any], steps: bool = False) -> Callable[..., Any]:
-        """``original`` (torch's ``zero_grad``, gradient clipping, or a step) run past the interceptor (or with it quiet): it reads
-        and writes every parameter and ``.grad`` and runs no user code — unless a step is given a closure,
-        or is differentiable (its updates are part of a graph)."""
+        """``original`` (torch's ``zero_grad``, clipping, a step) run past the interceptor (or with it quiet): it reads and
+        writes parameters and ``.grad``, no user code — unless a step has a closure or is differentiable."""
         state = self.state
 
         @functools.wraps(original)
@@ -215,35 +214,6 @@ class Patches:
                 scope.quiet = before
 
         return quietly
-
-    def _clipping(self, clip: Callable[..., Any]) -> Callable[..., Any]:
-        """Gradient clipping, noting where it clipped to a norm or value of 0 (every gradient becomes zeros)."""
-        state = self.state
-
-        @functools.wraps(clip)
-        def clipping(*args: Any, **kwargs: Any) -> Any:
-            out = clip(*args, **kwargs)
-            bound = args[1] if len(args) > 1 else kwargs.get("max_norm", kwargs.get("clip_value"))
-            if isinstance(bound, (int, float)) and bound == 0 and state.scope.in_trace_thread():
-                state.updates.clipped(user_site(1))
-            return out
-
-        return clipping
-
-    def _scheduler_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        """A learning-rate scheduler's ``__init__``: where it was built, the line to change when its rate
-        falls to 0 before the run ends."""
-        state = self.state
-
-        @functools.wraps(original)
-        def init(scheduler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> None:
-            original(scheduler, optimizer, *args, **kwargs)
-            if state.scope.in_trace_thread() and not is_compiling():
-                record = state.optimizers.live.get(id(optimizer))
-                if record is not None and record.optimizer() is optimizer:
-                    state.updates.scheduled(record, user_site(1))
-
-        return init
 
     def _optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
         state = self.state

@@ -240,3 +240,30 @@ def library_callers_in(folder: str) -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def clipping(state: TraceState, clip: Callable[..., Any]) -> Callable[..., Any]:
+    """Gradient clipping, noting where it clipped to a norm or value of 0 (every gradient becomes zeros)."""
+    @functools.wraps(clip)
+    def clipped(*args: Any, **kwargs: Any) -> Any:
+        out = clip(*args, **kwargs)
+        bound = args[1] if len(args) > 1 else kwargs.get("max_norm", kwargs.get("clip_value"))
+        if isinstance(bound, (int, float)) and bound == 0 and state.scope.in_trace_thread():
+            state.updates.clipped(user_site(1))
+        return out
+
+    return clipped
+
+
+def scheduler_init(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """A learning-rate scheduler's ``__init__``: where it was built, the line to change when its rate falls to 0
+    before the run ends."""
+    @functools.wraps(original)
+    def init(scheduler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> None:
+        original(scheduler, optimizer, *args, **kwargs)
+        if state.scope.in_trace_thread() and not torch.compiler.is_compiling():
+            record = state.optimizers.live.get(id(optimizer))
+            if record is not None and record.optimizer() is optimizer:
+                state.updates.scheduled(record, user_site(1))
+
+    return init

@@ -1,0 +1,77 @@
+"""Where a custom ``autograd.Function`` behind one of autograd's errors is written: the ``return`` of a backward that
+gave the wrong gradients, the ``class`` line of one without backward, the ``return`` of a forward that handed out a
+view later written in place."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Any
+
+import torch
+
+from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.code_lines import return_lines
+from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.param_sources import first_return, source_tree
+from gradcheck_l2c.record.torch_internals import function_class
+
+Tensor = torch.Tensor
+_FUNCTION = re.compile(r"[Ff]unction (\w+) returned")
+_COUNTS = re.compile(r"expected (\d+), got (\d+)")
+
+
+def view_return_site(tensor: Tensor) -> Site | None:
+    """The ``return`` line of the user's custom Function whose forward made ``tensor`` (a view of its input)."""
+    forward = getattr(function_class(tensor.grad_fn), "forward", None)
+    return first_return(forward) if forward is not None else None
+
+
+def function_backward_site(text: str, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
+    """The custom Function whose backward returned the wrong gradients, and the line of its ``return``."""
+    match = _FUNCTION.search(text)
+    counts = _COUNTS.search(text)
+    detail: dict[str, Any] = {"node": match[1] if match else None}
+    if counts:
+        detail["expected"], detail["got"] = int(counts[1]), int(counts[2])
+    if match is None:
+        return None, detail
+    for node in graph.iter_nodes(graph.grad_roots(roots), graph.SAFE_WALK):
+        cls = function_class(node)
+        if cls is None or type(node).__name__ != match[1]:
+            continue
+        detail["function"] = cls.__name__
+        backward = cls.vjp if cls.vjp is not torch.autograd.Function.vjp else cls.backward
+        code = getattr(getattr(backward, "__func__", backward), "__code__", None)
+        if code is None:
+            return None, detail
+        lines = return_lines(code)
+        file = os.path.abspath(code.co_filename)
+        detail["returns"] = len(lines)
+        return (Site(file, lines[-1]) if lines else Site(file, code.co_firstlineno)), detail
+    return None, detail
+
+
+def missing_backward_site(roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
+    """The custom Function on the graph that defines neither ``backward`` nor ``vjp``: its class line."""
+    base = torch.autograd.Function
+    for node in graph.iter_nodes(graph.grad_roots(roots), graph.SAFE_WALK):
+        cls = function_class(node)
+        if cls is None or cls.backward is not base.backward or cls.vjp is not base.vjp:
+            continue
+        detail = {"function": cls.__name__}
+        code = getattr(getattr(cls.forward, "__func__", cls.forward), "__code__", None)
+        if code is None or frame_kind(code.co_filename) != USER:
+            return None, detail
+        return Site(os.path.abspath(code.co_filename), _class_line(code, cls.__name__)), detail
+    return None, {}
+
+
+def _class_line(code: Any, name: str) -> int:
+    """The ``class`` line of the class whose method ``code`` is (its own line when the file cannot be read)."""
+    tree = source_tree(code.co_filename)
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.ClassDef) and node.name == name \
+                and node.lineno <= code.co_firstlineno <= (node.end_lineno or node.lineno):
+            return node.lineno
+    return code.co_firstlineno

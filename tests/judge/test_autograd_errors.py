@@ -865,3 +865,22 @@ def test_an_in_place_write_into_an_inference_tensor_runs_as_without_the_trace(sn
     """)
     assert error is None, repr(error)
     assert [f for f in t.findings if f.severity in ("error", "warning")] == []
+
+
+def test_a_step_that_never_ran_because_its_backward_was_refused_is_not_reported_again(snippet):
+    """A GAN whose discriminator step reuses a fake whose graph the generator's backward freed: the refused
+    backward is the finding; the discriminator's step() after it never ran for that reason alone."""
+    script, t, error = traced(snippet, """
+    G, D = nn.Linear(4, 4), nn.Linear(4, 1)
+    opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+    for step in range(2):
+        fake = G(x)
+        D(fake).mean().backward()
+        opt_g.step()
+        G.zero_grad()
+    (D(x).mean() - D(fake).mean()).backward()
+    opt_d.step()  # <- step
+    """)
+    assert error is not None
+    loud = [f for f in t.findings if f.severity in ("error", "warning")]
+    assert [f.kind for f in loud] == ["autograd_error"] and script.line("step") not in {f.line for f in loud}

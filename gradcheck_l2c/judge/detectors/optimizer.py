@@ -98,11 +98,12 @@ def _never_stepped(run) -> list[Finding]:
     found = []
     if run.record.backwards < 2:
         return found
+    refused = {error.call for error in run.record.autograd_errors}  # a refused backward skips the step after it
     stepped = {key for other in run.record.optimizers if other.step_order >= 0 for key in other.keys}
     for record in run.record.optimizers:
         keys = [key for key in record.keys if key in run.keys and key not in stepped
                 and run.record.watched_at(key).ever_grad and not run.record.watched_at(key).grad_used]
-        if record.step_order >= 0 or not keys or record.site is None:
+        if record.step_order >= 0 or not keys or record.site is None or _after_refusal(record, refused):
             continue
         shown = listed(sorted({run.name(key) for key in keys}))
         if record.step_call is None and record.lone_backward is not None:
@@ -229,6 +230,14 @@ def _no_backward(run, event) -> Finding:
         f"{optimizer}.step() ran, but no backward ran in the whole run: its parameters never "
         "got a gradient, so no step changed them.",
         "call loss.backward() after optimizer.zero_grad() and before optimizer.step().", event.count)
+
+
+def _after_refusal(record, refused: set) -> bool:
+    """Its one ``step()`` line follows, in the same file within a few lines, a backward that PyTorch refused:
+    the step never ran because the script stopped there (or skipped it), which that error already explains."""
+    call = record.step_call
+    return call is not None and any(site is not None and site.file == call.file and 0 < call.line - site.line <= 3
+                                    for site in refused)
 
 
 def _meant_for(run, name: str, watched):

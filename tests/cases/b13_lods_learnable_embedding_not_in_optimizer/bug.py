@@ -1,7 +1,7 @@
-"""LODS on GaussianDreamer (yangxiaofeng/LODS#2): the diffusion prior's learnable text embedding is trained by the
-embedding loss, but configure_optimizers() returns the optimizer that GaussianModel.training_setup() built from the
-Gaussians' own parameter groups, so the embedding gets a gradient at every step and never changes (the fix adds
-a param group for self.guidance.parameters() to that optimizer)."""
+"""LODS on GaussianDreamer (yangxiaofeng/LODS#2): the diffusion prior's learnable text embedding is trained with the
+Gaussians through the guidance losses, but configure_optimizers() returns the optimizer that
+GaussianModel.training_setup() built from the Gaussians' own parameter groups, so the embedding gets a gradient at
+every step and never changes (the fix adds a param group for self.guidance.parameters() to that optimizer)."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -34,11 +34,8 @@ class LODSGuidance(nn.Module):
     def forward(self, images):
         noise = torch.randn_like(images)
         noisy = 0.8 * images + 0.6 * noise
-        with torch.no_grad():
-            grad = self.unet(noisy) + self.learnable_embedding - noise
-        loss_sds = 0.5 * F.mse_loss(images, (images - grad).detach(), reduction="sum")
-        loss_embedding = F.mse_loss(self.unet(noisy.detach()) + self.learnable_embedding, noise)
-        return {"loss_sds": loss_sds, "loss_embedding": loss_embedding}
+        noise_pred = self.unet(noisy) + self.learnable_embedding
+        return {"loss_sds": F.mse_loss(noise_pred, noise), "loss_embedding": noise_pred.pow(2).mean() * 0.01}
 
 
 class GaussianDreamer(nn.Module):

@@ -49,14 +49,14 @@ class TwoStreamYolo(nn.Module):
 torch.manual_seed(0)
 model = TwoStreamYolo()
 pg0, pg1, pg2 = [], [], []  # optimizer parameter groups
-for k, v in model.named_modules():  # <- optimizer
+for k, v in model.named_modules():
     if hasattr(v, 'bias') and isinstance(v.bias, nn.Parameter):
         pg2.append(v.bias)  # biases
     if isinstance(v, nn.BatchNorm2d):
         pg0.append(v.weight)  # no decay
     elif hasattr(v, 'weight') and isinstance(v.weight, nn.Parameter):
         pg1.append(v.weight)  # apply decay
-optimizer = torch.optim.SGD(pg0, lr=0.01, momentum=0.937, nesterov=True)
+optimizer = torch.optim.SGD(pg0, lr=0.01, momentum=0.937, nesterov=True)  # <- optimizer
 optimizer.add_param_group({'params': pg1, 'weight_decay': 5e-4})
 optimizer.add_param_group({'params': pg2})
 rgb, ir, target = torch.randn(2, 3, 8, 8), torch.randn(2, 3, 8, 8), torch.randn(2, 18, 4, 4)

@@ -1,0 +1,46 @@
+"""The fixed twin: the ELBO stacks the per-sample log posterior and log prior, `torch.stack(lvps).mean()`
+(SaynaEbrahimi/UCB#5), so the complexity term trains mu and rho along with the NLL."""
+import math
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class BayesianLinear(nn.Module):
+    def __init__(self, n_in, n_out, rho=-3.0):
+        super().__init__()
+        self.weight_mu = nn.Parameter(torch.empty(n_out, n_in).normal_(0., 0.1))
+        self.weight_rho = nn.Parameter(rho + torch.empty(n_out, n_in).normal_(0., 0.1))
+        self.log_prior = self.log_variational_posterior = 0
+
+    def forward(self, x):
+        sigma = torch.log1p(torch.exp(self.weight_rho))
+        weight = self.weight_mu + sigma * torch.randn_like(sigma)
+        self.log_prior = torch.distributions.Normal(0., 0.1).log_prob(weight).sum()
+        self.log_variational_posterior = (-math.log(math.sqrt(2 * math.pi)) - torch.log(sigma)
+                                          - (weight - self.weight_mu) ** 2 / (2 * sigma ** 2)).sum()
+        return F.linear(x, weight)
+
+
+def elbo_loss(model, x, y, samples=2, num_batches=1):
+    lps, lvps, predictions = [], [], []
+    for _ in range(samples):
+        predictions.append(F.log_softmax(model(x), -1))
+        lps.append(sum(m.log_prior for m in model if isinstance(m, BayesianLinear)))
+        lvps.append(sum(m.log_variational_posterior for m in model if isinstance(m, BayesianLinear)))
+    log_var = 1e-3 * torch.stack(lvps).mean()
+    log_p = 1e-3 * torch.stack(lps).mean()
+    nll = 5e-2 * F.nll_loss(torch.stack(predictions).mean(0), y, reduction='sum')
+    print(f"  complexity term requires grad: {(log_var - log_p).requires_grad}")
+    return (log_var - log_p) / num_batches + nll
+
+
+torch.manual_seed(0)
+model = nn.Sequential(BayesianLinear(10, 16), nn.ReLU(), BayesianLinear(16, 3))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 10), torch.randint(0, 3, (32,))
+for step in range(2):
+    loss = elbo_loss(model, x, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()

@@ -1,0 +1,44 @@
+"""The fixed twin: the EWC penalty slices the current parameter, `cur_param = cur_param[:n_units]`
+(ContinualAI/avalanche#1099), so the penalty is non-zero after the first experience and pulls the weights back."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class EWCPlugin:
+    def __init__(self, ewc_lambda):
+        self.ewc_lambda = ewc_lambda
+        self.saved_params, self.importances = {}, {}
+
+    def after_training_exp(self, model, x, y):
+        model.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        self.importances = {n: p.grad.clone().pow(2) for n, p in model.named_parameters()}
+        self.saved_params = {n: p.detach().clone() for n, p in model.named_parameters()}
+
+    def before_backward(self, model, loss):
+        if not self.saved_params:
+            return loss
+        penalty = torch.tensor(0).float()
+        for k, cur_param in model.named_parameters():
+            saved_param, imp = self.saved_params[k], self.importances[k]
+            n_units = saved_param.shape[0]
+            cur_param = cur_param[:n_units]
+            penalty += (imp * (cur_param - saved_param).pow(2)).sum()
+        print(f"  ewc penalty {penalty.item():.6f}, requires grad: {penalty.requires_grad}")
+        return loss + self.ewc_lambda * penalty
+
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+plugin = EWCPlugin(ewc_lambda=100.0)
+stream = [(torch.randn(32, 8), torch.randint(0, 2, (32,))), (torch.randn(32, 8), torch.randint(2, 4, (32,)))]
+for exp, (x, y) in enumerate(stream):
+    print(f"experience {exp}")
+    for it in range(2):
+        optimizer.zero_grad()
+        loss = plugin.before_backward(model, F.cross_entropy(model(x), y))
+        loss.backward()
+        optimizer.step()
+    plugin.after_training_exp(model, x, y)

@@ -133,12 +133,17 @@ class Run:
 
     def uses(self, watched: Watched) -> list[Event]:
         """The cuts the tensor's values went through although none of them reached a loss, in the order
-        they happened. A ``state_dict()`` read is no use, and a ``.detach()`` that the same line turned
-        into a NumPy array or a number is told as that."""
+        they happened. A ``state_dict()`` read is no use, a ``.detach()`` that the same line turned
+        into a NumPy array or a number is told as that, and one of the leaf itself is a snapshot when every
+        backward had a graph."""
         events = [e for e in self.record.events_for(watched.key)
                   if e.kind in CUTS and e.detail != "state_dict()"]
         later = {e.site for e in events if e.kind in ("numpy", "item")}
-        return [e for e in events if not (e.kind in ("detach", "data_attr") and e.site in later)]
+        events = [e for e in events if not (e.kind in ("detach", "data_attr") and e.site in later)]
+        if self.record.graphless:
+            return events
+        # every backward had a graph: a copy of the leaf itself (`before = w.detach().clone()`) is a snapshot
+        return [e for e in events if not (e.kind in ("detach", "data_attr") and e.source is None)]
 
 
 @dataclass

@@ -298,3 +298,29 @@ def test_a_tensor_trained_in_some_steps_and_cut_in_others_is_silent(snippet):
     """))
     t = script.run()
     assert loud(t) == [] and missing(t) == []
+
+
+def test_a_snapshot_of_an_unused_parameter_is_no_cut_the_parameter_is_unused(snippet):
+    """``before = p.detach().clone()`` to see whether it learns (rtqichen/torchdiffeq#178): the copy never reaches a
+    loss and is no explanation; the parameter the forward never uses is named where it is defined."""
+    script = snippet(program("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 3)
+            self.scale = nn.Parameter(torch.ones(3))  # <- defined
+
+        def forward(self, x):
+            return self.body(x)
+
+    model = Model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.scale.detach().clone()
+    for step in range(2):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    print(model.scale.grad, torch.equal(before, model.scale))
+    """))
+    t = script.run()
+    assert [(kind, line) for kind, _, line, _ in loud(t)] == [("unused_parameter", script.line("defined"))]

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from gradcheck_l2c.record.live import LiveWatched
 from gradcheck_l2c.record.stacked import StackPlan, stack_plan, stacked_norms
 from gradcheck_l2c.record.torch_internals import (foreach_add_, foreach_neg, foreach_norm, functions_off,
                                                   set_grad_enabled)
@@ -65,8 +66,7 @@ class GradStats:
         self.count = 0
         self.step_count = 0
         self._series: dict[int, GradSeries] = {}
-        self._params: list[tuple[int, Any]] = []  # (key, weakref) of the watched parameters
-        self._looked = 0  # how many of the registry's watched tensors _params has looked at
+        self._weights = LiveWatched(registry, lambda w: w.is_parameter and len(w.shape) >= 2)
         self._keys: tuple[int, ...] = ()  # the keys of the last row (rows with the same keys share the tuple)
         self._plan: StackPlan | None = None  # how the gradients and weights of those keys are stacked
         self._rows: list[tuple[tuple[int, ...], Any, int]] = []  # keys, norms (gradients then weights), backward
@@ -111,17 +111,11 @@ class GradStats:
         root = args[0] if args else None
         if isinstance(root, Tensor) and root.numel() == 1 and root.is_floating_point():
             self._new_losses.append(root.reshape(()).clone())  # a copy: the script may change its loss later
-        watched = self.registry.all
-        if len(watched) != self._looked:
-            self._params = [(w.key, w.ref) for w in watched if w.is_parameter and len(w.shape) >= 2]
-            self._looked = len(watched)
         keys, grads, weights = [], [], []
-        for key, ref in self._params:
-            tensor = ref()
-            gradient = getattr(tensor, "grad", None)
-            if gradient is None or gradient.layout is not torch.strided or not gradient.is_floating_point():
+        for entry, tensor, gradient in self._weights.gradients():
+            if gradient.layout is not torch.strided or not gradient.is_floating_point():
                 continue
-            keys.append(key)
+            keys.append(entry.key)
             grads.append(gradient)
             weights.append(tensor)
         if not keys:

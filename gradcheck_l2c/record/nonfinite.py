@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record.args import flat, op_label
+from gradcheck_l2c.record.live import LiveWatched
 from gradcheck_l2c.record.locations import Site, user_site
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.stacked import StackPlan, stack_plan, stacked_norms
@@ -135,8 +136,7 @@ class NanWatch:
         self._checked: dict[Any, str] = {}  # op -> its name, or "" for an op whose results are not checked
         self._plan_keys: tuple[int, ...] = ()  # the watched tensors whose gradients _plan stacks
         self._plan: StackPlan | None = None
-        self._leaves: list[tuple[Any, Any]] = []  # (Watched, weakref) of the watched tensors alive when last looked
-        self._looked = 0  # how many of the registry's watched tensors _leaves has looked at
+        self._leaves = LiveWatched(registry, lambda entry: True)  # every watched tensor alive
 
     # ---- forward ---------------------------------------------------------------------------------
 
@@ -268,7 +268,7 @@ class NanWatch:
     def _check_leaves(self) -> None:
         """The norms of all gradients in a few calls and one read: finite unless a gradient is not (or a norm
         overflowed); only then is each gradient looked at, in the order the tensors were watched."""
-        found = self._gradients()
+        found = [(entry, gradient) for entry, _, gradient in self._leaves.gradients() if _checkable(gradient)]
         if not found:
             return
         keys, gradients = tuple(entry.key for entry, _ in found), [gradient for _, gradient in found]
@@ -283,21 +283,6 @@ class NanWatch:
             if not _finite(gradient):
                 self._leaf_gradient(entry, gradient)
                 return
-
-    def _gradients(self) -> list[tuple[Any, Tensor]]:
-        """Each watched tensor (``Watched``) with a gradient that can be checked, with that gradient; the list of
-        tensors is made again only when the registry grew (in a correct run: once)."""
-        watched = self.registry.all
-        if len(watched) != self._looked:
-            self._leaves = [(entry, entry.ref) for entry in watched if entry.ref() is not None]
-            self._looked = len(watched)
-        found = []
-        for entry, ref in self._leaves:
-            tensor = ref()
-            gradient = tensor.grad if tensor is not None else None
-            if gradient is not None and _checkable(gradient):
-                found.append((entry, gradient))
-        return found
 
     def _leaf_gradient(self, watched: Any, gradient: Tensor) -> None:
         """A watched tensor's gradient is not finite: born in a backward no hook covers, or an Inf turned NaN."""

@@ -12,11 +12,11 @@ import functools
 import linecache
 from dataclasses import dataclass
 
+from gradcheck_l2c.judge.scopes import Scope, innermost_scope, parse
 from gradcheck_l2c.record.facts import Site
 
 _OFF = frozenset(("no_grad", "inference_mode", "set_grad_enabled"))
 _MODES = _OFF | {"enable_grad"}
-_Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Module
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,11 @@ def grad_disabled_at(site: Site | None) -> GradOff | None:
 @functools.lru_cache(maxsize=64)
 def _lookup(file: str, source: str, line: int) -> GradOff | None:
     """Looked up once per line of a file's text (several tensors share one finding site)."""
-    tree = _parse(source)
+    tree = parse(source)
     if tree is None:
         return None
     site = Site(file, line)
-    scope = _scope(tree, site.line)
+    scope = innermost_scope(tree, site.line)
     blocks = [node for node in _own_nodes(scope) if isinstance(node, (ast.With, ast.AsyncWith))
               and node.lineno <= site.line <= (node.end_lineno or node.lineno)
               and any(_mode(item.context_expr) for item in node.items)]
@@ -67,27 +67,7 @@ def _lookup(file: str, source: str, line: int) -> GradOff | None:
     return None
 
 
-@functools.lru_cache(maxsize=16)
-def _parse(source: str) -> ast.Module | None:
-    """Parsed once per file text (keyed by the text, so an edited file is parsed again)."""
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-
-
-def _scope(tree: ast.Module, line: int) -> _Scope:
-    """The innermost function around ``line``, or the module."""
-    scope: _Scope = tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                and node.lineno <= line <= (node.end_lineno or node.lineno) \
-                and (isinstance(scope, ast.Module) or node.lineno > scope.lineno):
-            scope = node
-    return scope
-
-
-def _own_nodes(scope: _Scope) -> list[ast.AST]:
+def _own_nodes(scope: Scope) -> list[ast.AST]:
     """The nodes of ``scope``'s body, not those of functions and classes defined inside it."""
     found: list[ast.AST] = []
     stack: list[ast.AST] = list(scope.body)

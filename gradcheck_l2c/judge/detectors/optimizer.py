@@ -8,6 +8,7 @@ gradient.
 from __future__ import annotations
 
 from gradcheck_l2c.judge.listing import listed
+from gradcheck_l2c.judge.scopes import follows_in_scope
 from gradcheck_l2c.records import Finding
 
 KIND = "optimizer"
@@ -233,11 +234,10 @@ def _no_backward(run, event) -> Finding:
 
 
 def _after_refusal(record, refused: set) -> bool:
-    """Its one ``step()`` line follows, in the same file within a few lines, a backward that PyTorch refused:
-    the step never ran because the script stopped there (or skipped it), which that error already explains."""
+    """Its one ``step()`` line comes after a backward that PyTorch refused, in the same function: the step never
+    ran because the script stopped there (or skipped it), which that error already explains."""
     call = record.step_call
-    return call is not None and any(site is not None and site.file == call.file and 0 < call.line - site.line <= 3
-                                    for site in refused)
+    return call is not None and any(site is not None and follows_in_scope(site, call) for site in refused)
 
 
 def _meant_for(run, name: str, watched):

@@ -60,42 +60,36 @@ class WriteLog:
     def layer_made_inplace(self, module: Any, site: Site | None) -> None:
         """A module's ``inplace`` was set true (by its constructor, ``nn.ReLU(inplace=True)`` on the user's line,
         or by user code, ``m.inplace = True``): the line to change when its writes break a backward."""
-        ident, layers = id(module), self.inplace_layers
-        layers[ident] = (weakref.ref(module, lambda _, ident=ident: layers.pop(ident, None)), site)
+        _remember(self.inplace_layers, module, site)
 
     def layer_given_dim(self, module: Any, site: Site | None) -> None:
         """A torch layer's ``dim`` was set (``nn.Softmax(dim=1)`` on the user's line): the line to change when
         that dimension turns out to have size 1."""
-        ident, layers = id(module), self.dim_layers
-        layers[ident] = (weakref.ref(module, lambda _, ident=ident: layers.pop(ident, None)), site)
+        _remember(self.dim_layers, module, site)
 
     def layer_site(self, frame: FrameType | None) -> Site | None:
         """Where the torch layer running at ``frame`` (or further out, short of user code) was given its dim,
         when a torch container (``nn.Sequential``) called it; None when user code called it on its own line
         (``self.softmax(top_logits)``: that call, where the input is chosen, is the line to change)."""
-        while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
-            layer = frame.f_locals.get("self")
-            entry = self.dim_layers.get(id(layer)) if layer is not None else None
-            if entry is not None and entry[0]() is layer:
-                caller = frame.f_back
-                while caller is not None and caller.f_code.co_name in MODULE_CALLS:
-                    caller = caller.f_back
-                called_by_user = caller is not None and frame_kind(caller.f_code.co_filename) == USER
-                return None if called_by_user else entry[1]
-            frame = frame.f_back
-        return None
+        running = _running_layer(self.dim_layers, frame)
+        if running is None:
+            return None
+        _, layer_frame, site = running
+        caller = layer_frame.f_back
+        while caller is not None and caller.f_code.co_name in MODULE_CALLS:
+            caller = caller.f_back
+        called_by_user = caller is not None and frame_kind(caller.f_code.co_filename) == USER
+        return None if called_by_user else site
 
     def layer_wrote(self, target: torch.Tensor, func: Any, frame: FrameType | None) -> None:
         """A functional op called with ``inplace=True`` changed its input (``frame`` is its caller): an in-place
         write, placed where the running layer was made to write in place, else at the user's line. Asked in
         the first iteration only (`Origins.recording`), where a layer's write that breaks backward first does."""
-        while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
-            layer = frame.f_locals.get("self")
-            entry = self.inplace_layers.get(id(layer)) if layer is not None else None
-            if entry is not None and entry[0]() is layer:
-                self.wrote(target, entry[1], f"{type(layer).__name__}(inplace=True)")
-                return
-            frame = frame.f_back
+        running = _running_layer(self.inplace_layers, frame)
+        if running is not None:
+            layer, _, site = running
+            self.wrote(target, site, f"{type(layer).__name__}(inplace=True)")
+            return
         self.wrote(target, user_site(2), op_label(func))
 
     def wrote(self, target: torch.Tensor, site: Site | None, label: str) -> None:
@@ -132,3 +126,22 @@ class WriteLog:
                 self.events.record("state_dict_alias", snap.key, user_site(2), op_label(func),
                                    snapshot=snap.site)
                 snap.version = version(arg)
+
+
+def _remember(layers: dict[int, tuple[weakref.ref, Site | None]], module: Any, site: Site | None) -> None:
+    """Note ``module``'s line in ``layers`` for as long as the module lives."""
+    ident = id(module)
+    layers[ident] = (weakref.ref(module, lambda _, ident=ident: layers.pop(ident, None)), site)
+
+
+def _running_layer(layers: dict[int, tuple[weakref.ref, Site | None]],
+                   frame: FrameType | None) -> tuple[Any, FrameType, Site | None] | None:
+    """The layer of ``layers`` whose method runs at ``frame`` or further out, short of user code: the layer, its
+    frame and its noted line."""
+    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+        layer = frame.f_locals.get("self")
+        entry = layers.get(id(layer)) if layer is not None else None
+        if entry is not None and entry[0]() is layer:
+            return layer, frame, entry[1]
+        frame = frame.f_back
+    return None

@@ -314,6 +314,13 @@ def _library_copy(state: TraceState, tensor: Tensor, callers: tuple[str, ...]) -
     return False
 
 
+#: Handlers that record nothing when gradients are on, no argument requires grad and no taint is alive, bar an
+#: in-place write into a tensor without history (kept among the latest writes; a torch layer's later calls on
+#: alike inputs make the same, `bypass.ModuleBypass`).
+PASSIVE_ON_PLAIN = frozenset((on_item, on_scalar, on_numpy, on_detach, on_data_get, on_data_set, on_grad_get,
+                              on_grad_set, on_copy, on_zero_derivative, on_sample, on_conversion, on_inplace))
+
+
 @functools.cache
 def handler_table() -> dict[Any, Callable[..., Any]]:
     """Which torch functions take which handler; built once (it looks through all of torch)."""

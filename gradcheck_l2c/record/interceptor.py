@@ -18,8 +18,8 @@ from torch.overrides import TorchFunctionMode
 
 from gradcheck_l2c.record.args import requires_grad_in
 from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
-from gradcheck_l2c.record.handlers import (NORMALISING, constant_over_one, handler_table, non_differentiable,
-                                           remember_site)
+from gradcheck_l2c.record.handlers import (NORMALISING, PASSIVE_ON_PLAIN, constant_over_one, handler_table,
+                                           non_differentiable, remember_site)
 from gradcheck_l2c.record.locations import LIBRARY, caller_is_user, frame_kind, user_site
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import compiling_check
@@ -65,6 +65,7 @@ class Interceptor(TorchFunctionMode):
         self.unregistered = state.unregistered  # plain tensors fresh from a factory, and how modules use them
         self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
         self.grad_stats = state.grad_stats  # --grad-stats: gradient norms after each backward (None when off)
+        self.noted = 0  # calls that took more than the fast path (`bypass.ModuleBypass` learns from it)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -82,6 +83,8 @@ class Interceptor(TorchFunctionMode):
         state = self.state
         try:
             if handler is not None:
+                if handler not in PASSIVE_ON_PLAIN or not _is_grad_enabled() or requires_grad_in(args, kwargs):
+                    self.noted += 1
                 out = handler(self, func, args, kwargs)
                 if self.health is not None:
                     self.health.handled(handler in _BACKWARDS, func, args, kwargs, out)
@@ -100,6 +103,7 @@ class Interceptor(TorchFunctionMode):
         taints = state.taints
         origins = self.origins
         if not _is_grad_enabled():
+            self.noted += 1
             if requires_grad_in(args, kwargs) and scope.pid == os.getpid():
                 self.cuts.no_grad_op(func, args, kwargs, out)
             elif taints.by_id or taints.numbers:
@@ -112,6 +116,7 @@ class Interceptor(TorchFunctionMode):
             state.terms.added(func, args, out)
         if kwargs and origins.recording and kwargs.get("inplace") is True and args and out is args[0] \
                 and kwargs.get("training") is not False:  # F.relu(x, inplace=True): what ReLU(inplace=True) runs,
+            self.noted += 1
             self.writes.layer_wrote(out, func, sys._getframe(1))  # seen in the first iteration, as origins are
         if type(out) is Tensor:
             if not out.requires_grad:
@@ -119,18 +124,22 @@ class Interceptor(TorchFunctionMode):
                 # float results without grad are fresh tensors (zeros_like) or had no history anyway
                 if not out.is_floating_point():
                     if requires_grad_in(args, kwargs):
+                        self.noted += 1
                         non_differentiable(self, func, args, kwargs, [out])
                 elif func in INITIALISERS:  # weights that may be meant to learn (UnregisteredLog.made)
+                    self.noted += 1
                     self.unregistered.made(out, f"torch.{func.__name__}")
                 elif self.unregistered.held:
                     self.unregistered.derived(args, out)
             else:
                 if func in NORMALISING:  # a softmax over one element is a constant
+                    self.noted += 1
                     constant_over_one(self, func, args, kwargs, out)
                 if self.unregistered.held:  # plain tensors fresh from a factory on modules: used as weights?
                     self.unregistered.used(args, sys._getframe(1))
                 if scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):
                     # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
+                    self.noted += 1
                     if out.grad_fn is not None:
                         remember_site(out, scope.module_path)
             if origins.recording and out.requires_grad:
@@ -142,6 +151,7 @@ class Interceptor(TorchFunctionMode):
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
             dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
             if dead and len(dead) < len(out):
+                self.noted += 1
                 non_differentiable(self, func, args, kwargs, dead)
             if origins.recording and len(dead) < len(out):
                 origins.made(out)

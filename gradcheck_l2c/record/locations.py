@@ -130,11 +130,24 @@ def user_site(depth: int = 1) -> Site | None:
         compiled = _compiled_site(sys._getframe(depth + 1), frame)
         if compiled is not None:
             return compiled
-    filename = frame.f_code.co_filename
-    absolute = _absolute.get(filename)
-    if absolute is None:
-        absolute = _absolute[filename] = filename if filename.startswith("<") else os.path.abspath(filename)
-    return Site(absolute, frame.f_lineno, _column(frame))
+    return _site(frame)
+
+
+_sites: dict[tuple[CodeType, int, int], Site] = {}  # (code, instruction, line) -> its Site, made once
+
+
+def _site(frame: FrameType) -> Site:
+    """The Site of the instruction ``frame`` runs now (one per instruction of user code: loops ask again)."""
+    code = frame.f_code
+    key = (code, frame.f_lasti, frame.f_lineno)
+    site = _sites.get(key)
+    if site is None:
+        filename = code.co_filename
+        absolute = _absolute.get(filename)
+        if absolute is None:
+            absolute = _absolute[filename] = filename if filename.startswith("<") else os.path.abspath(filename)
+        site = _sites[key] = Site(absolute, frame.f_lineno, _column(frame))
+    return site
 
 
 def built_at(depth: int = 1) -> Site | None:
@@ -184,10 +197,7 @@ def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
         if kind is None:
             kind = frame_kind(filename)
         if kind == USER:
-            absolute = _absolute.get(filename)
-            if absolute is None:
-                absolute = _absolute[filename] = filename if filename.startswith("<") else os.path.abspath(filename)
-            found.append((id(frame), code, Site(absolute, frame.f_lineno, _column(frame))))
+            found.append((id(frame), code, _site(frame)))
         frame = frame.f_back
     return tuple(found)
 

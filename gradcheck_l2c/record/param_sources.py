@@ -145,11 +145,17 @@ def first_return(function: Any) -> Site | None:
 def binds_name(site: Site) -> bool:
     """Whether the statement at ``site`` assigns its value to a plain name (``model = Net()``), not to an
     attribute or item (``model.head = Head()``)."""
-    tree = source_tree(site.file)
+    return _binds_name(site.file, site.line)
+
+
+@functools.lru_cache(maxsize=1024)
+def _binds_name(file: str, line: int) -> bool:
+    """`binds_name`, answered once per line (every Parameter a model built in a loop makes asks it again)."""
+    tree = source_tree(file)
     if tree is None:
         return False
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno <= site.line <= (node.end_lineno or node.lineno):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno <= line <= (node.end_lineno or node.lineno):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             return all(isinstance(t, ast.Name) for t in targets)
     return False

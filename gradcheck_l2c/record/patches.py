@@ -38,8 +38,8 @@ from torch.optim.lr_scheduler import LRScheduler
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradcheck_l2c.record import wrappers
+from gradcheck_l2c.record.bypass import ModuleBypass
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, user_frame, user_site
-from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, own_parameters, run_past
 
@@ -59,6 +59,7 @@ class Patches:
         self._parents: list[nn.Module] = []  # the modules whose forward is running, outermost first
         self._child_names: dict[tuple[int, int], str] = {}  # (id(parent), id(child)) -> attribute
         self._quieted: set[type] = set()  # optimizer classes whose step() was looked at
+        self.bypass = ModuleBypass(state, mode)  # torch's layers past the mode, once seen to record nothing
 
     def install(self) -> None:
         for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
@@ -79,8 +80,12 @@ class Patches:
                       wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope,
                                               self.state.origins.backward_ran))
         self._replace(nn.Parameter, "__new__", staticmethod(wrappers.parameter_new(self.state, nn.Parameter.__new__)))
-        self._replace(nn.Module, "__setattr__", wrappers.module_setattr(self.state, nn.Module.__setattr__))
-        self._replace(torch.optim.Optimizer, "__init__", self._optimizer_init(torch.optim.Optimizer.__init__))
+        self._replace(nn.Module, "__setattr__", wrappers.module_setattr(self.state, nn.Module.__setattr__,
+                                                                        self.bypass.attribute_set))
+        if not self.state.scope.record_sites and self.state.health is None:  # both look at every op
+            self._replace(nn.Module, "__call__", self.bypass.wrap(nn.Module.__call__))
+        self._replace(torch.optim.Optimizer, "__init__",
+                      wrappers.optimizer_init(self.state, torch.optim.Optimizer.__init__, self._quiet_steps))
         self._replace(LRScheduler, "__init__", wrappers.scheduler_init(self.state, LRScheduler.__init__))
         self._replace(torch, "from_numpy", wrappers.from_numpy(self.state, torch.from_numpy))
         variable = wrappers.variable(self.state, torch.autograd.variable.Variable)
@@ -154,7 +159,9 @@ class Patches:
             self.state.scope.module_path.pop()
 
     def _on_submodule(self, parent: nn.Module, name: str, child: Any) -> None:
-        """A module gets a submodule: remember the parent, so parameters are named from the outermost."""
+        """A module gets a submodule: remember the parent, so parameters are named from the outermost (and what
+        the bypass learnt of module calls may no longer hold)."""
+        self.bypass.changed()
         if child is not None and self.state.scope.in_trace_thread() and inside_forward(user_frame(1)) is None:
             self.state.registry.add_module(parent)
             self._child_names[(id(parent), id(child))] = name
@@ -177,11 +184,15 @@ class Patches:
     def _quiet_steps(self, cls: type) -> None:
         """From now on, ``cls.step()`` without a closure runs past the interceptor when it is torch's own
         code: its updates cannot cut a path, and they were most of a small model's tracing cost."""
-        if cls in self._quieted or "step" not in cls.__dict__:
+        if cls in self._quieted:
             return
         self._quieted.add(cls)
-        if _library_step(cls):
-            self._replace(cls, "step", self._quietly(cls.__dict__["step"], steps=True))
+        owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)  # AdamW steps with Adam's step()
+        if owner is None or owner is torch.optim.Optimizer or owner is not cls and owner in self._quieted:
+            return
+        self._quieted.add(owner)
+        if _library_step(owner):
+            self._replace(owner, "step", self._quietly(owner.__dict__["step"], steps=True))
 
     def _clearing(self, zero_grad: Callable[..., Any]) -> Callable[..., Any]:
         """An optimizer's ``zero_grad``, which also notes where it ran (the line that erased the gradients a
@@ -214,41 +225,6 @@ class Patches:
                 scope.quiet = before
 
         return quietly
-
-    def _optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        state = self.state
-
-        def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
-            try:
-                original(optimizer, *args, **kwargs)
-            except ValueError:  # "can't optimize a non-leaf Tensor": the line that made it is the one to change
-                if state.scope.in_trace_thread():
-                    state.backwards.refused_by_optimizer(args[0] if args else kwargs.get("params"))
-                raise
-            if not state.scope.in_trace_thread():
-                return
-            self._quiet_steps(type(optimizer))
-            others = [other for other in state.optimizers.live.values() if other.optimizer() is not None]
-            state.clock.optimizers += 1
-            record = state.optimizers.record_for(optimizer, user_site(1))
-            record.created, record.ordinal = state.clock.steps, state.clock.optimizers
-            frame = user_frame(1)
-            if frame is not None:
-                note_sources(record, frame, state.registry)
-            for ref in record.params:
-                param = ref()
-                if param is not None and not param.requires_grad:
-                    state.unregistered.plain_attribute(state.registry, param, record.site)
-            for other in others:
-                for ref in record.params:
-                    param = ref()
-                    key = state.registry.key_of(param)
-                    if key is not None and other.holds(param):
-                        # judged at the end: a warning only if both then step it (rebinding is silent)
-                        state.events.record("optimizer", key, record.site, record.name, first=other.name,
-                                            records=(other, record))
-
-        return init
 
 
 def _library_step(cls: type) -> bool:

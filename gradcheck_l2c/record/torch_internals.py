@@ -21,6 +21,12 @@ PRIVATE_NAMES: dict[str, str] = {
     "torch._C._pop_torch_function_stack": "torch's own optimizer code (zero_grad, a step) runs with the tracer's mode "
                                           "off the stack, as it would untraced",
     "torch._C._push_on_torch_function_stack": "puts the tracer's mode back on the stack after that code",
+    "torch._C._len_torch_function_stack": "whether the tracer's mode is the innermost, read per module call "
+                                          "without building the stack's list",
+    "torch._C._get_function_stack_at": "the innermost mode, read the same way",
+    "torch.nn.modules.module._global_forward_hooks": "a global forward hook runs code of its own inside every "
+                                                     "module call: torch's layers then keep the tracer's mode",
+    "torch.nn.modules.module._global_forward_pre_hooks": "the same for global forward pre-hooks",
     "torch._C._set_grad_enabled": "--nan's check after every op turns gradients off in one call, without "
                                   "building a context manager",
     "torch._foreach_norm": "--grad-stats takes the norms of every gradient and weight in one call per backward",
@@ -49,6 +55,11 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_load_from_state_dict": "on the stack: a copy_ is a load_state_dict() write",
     "_apply": "on the stack: .to()/.half() writes results back into the same parameters",
     "_call_impl": "on the stack: a module's forward is running",
+    "_forward_hooks": "a module's own forward hooks: code that runs inside its call",
+    "_forward_pre_hooks": "a module's own forward pre-hooks, likewise",
+    "_backward_hooks": "a module's own backward hooks, likewise",
+    "_backward_pre_hooks": "a module's own backward pre-hooks, likewise",
+    "_is_view": "whether a tensor is a view: autograd refuses some in-place writes into views",
     "_sequence_nr": "the order autograd nodes were made in: a node made before the last backward that freed its graph "
                     "belongs to that freed graph (\"backward through the graph a second time\")",
     "_lineno_map": "which node of a torch.compile'd graph (torch.fx GraphModule) a line of its generated code runs: "
@@ -68,12 +79,38 @@ SAVED_PREFIX = "_saved_"
 STATE_DICT_SAVE = "_save_to_state_dict"
 STATE_DICT_LOAD = "_load_from_state_dict"
 MODULE_APPLY = "_apply"
-MODULE_CALLS = ("_call_impl", "_wrapped_call_impl")
+MODULE_CALLS = ("_call_impl", "_wrapped_call_impl", "calling_module")  # the last: `bypass.ModuleBypass.wrap`
 
 
 def mode_stack() -> list[Any]:
     """The torch-function modes active now, outermost first."""
     return list(_get_current_function_mode_stack())
+
+
+#: How many torch-function modes are active, and the one at an index (0: the outermost): the innermost read per
+#: module call without building the stack's list (`bypass.ModuleBypass`).
+stack_length = torch._C._len_torch_function_stack
+stack_at = torch._C._get_function_stack_at
+#: Take the innermost torch-function mode off the stack, and put one back on (`bypass.ModuleBypass`).
+pop_mode = torch._C._pop_torch_function_stack
+push_mode = torch._C._push_on_torch_function_stack
+
+
+def has_own_hooks(module: torch.nn.Module) -> bool:
+    """Whether a module has forward or backward hooks of its own (code that runs inside its call)."""
+    return bool(module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
+                or module._backward_pre_hooks)
+
+
+def global_forward_hooks() -> bool:
+    """Whether any global forward hook or pre-hook is registered (``register_module_forward_hook``)."""
+    hooks = torch.nn.modules.module
+    return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
+
+
+def is_view(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is a view of another."""
+    return tensor._is_view()
 
 
 def run_past(mode: Any, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

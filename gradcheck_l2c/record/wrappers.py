@@ -21,9 +21,11 @@ from gradcheck_l2c.record.locations import (
     frame_kind,
     inside_forward,
     library_callers,
+    user_frame,
     user_site,
     user_stack,
 )
+from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
@@ -62,15 +64,56 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
     return new
 
 
-def module_setattr(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+def optimizer_init(state: TraceState, original: Callable[..., Any],
+                   quiet_steps: Callable[[type], None]) -> Callable[..., Any]:
+    """``Optimizer.__init__``: remember the optimizer, where it was built and what its parameter list was made of;
+    a non-leaf refused is explained at the line that made it; two optimizers holding one parameter are noted;
+    ``quiet_steps`` lets torch's own ``step()`` of its class run past the interceptor."""
+    def init(optimizer: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            original(optimizer, *args, **kwargs)
+        except ValueError:  # "can't optimize a non-leaf Tensor": the line that made it is the one to change
+            if state.scope.in_trace_thread():
+                state.backwards.refused_by_optimizer(args[0] if args else kwargs.get("params"))
+            raise
+        if not state.scope.in_trace_thread():
+            return
+        quiet_steps(type(optimizer))
+        others = [other for other in state.optimizers.live.values() if other.optimizer() is not None]
+        state.clock.optimizers += 1
+        record = state.optimizers.record_for(optimizer, user_site(1))
+        record.created, record.ordinal = state.clock.steps, state.clock.optimizers
+        frame = user_frame(1)
+        if frame is not None:
+            note_sources(record, frame, state.registry)
+        for ref in record.params:
+            param = ref()
+            if param is not None and not param.requires_grad:
+                state.unregistered.plain_attribute(state.registry, param, record.site)
+        for other in others:
+            for ref in record.params:
+                param = ref()
+                key = state.registry.key_of(param)
+                if key is not None and other.holds(param):
+                    # judged at the end: a warning only if both then step it (rebinding is silent)
+                    state.events.record("optimizer", key, record.site, record.name, first=other.name,
+                                        records=(other, record))
+
+    return init
+
+
+def module_setattr(state: TraceState, original: Callable[..., Any],
+                   changed: Callable[[nn.Module], None]) -> Callable[..., Any]:
     """``self.keys = torch.randn(...)``: remember where user code put a plain tensor, a list or a dict on a
-    module (the line to change if what it holds was meant to learn), and where it set a submodule."""
+    module (the line to change if what it holds was meant to learn), and where it set a submodule; ``changed``
+    hears of every attribute set."""
     assigned = state.registry.assigned
 
     placed = state.registry.placed
 
     def setattr_(module: nn.Module, name: str, value: Any) -> None:
         original(module, name, value)
+        changed(module)
         if value is True and name == "inplace" and state.scope.in_trace_thread():
             state.writes.layer_made_inplace(module, user_site(1))  # torch's layers' own switch
         elif name == "dim" and type(value) is int and state.scope.in_trace_thread() and not caller_is_user(1):

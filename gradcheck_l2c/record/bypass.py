@@ -1,0 +1,193 @@
+"""torch's own layers run past the interceptor once a call of theirs was seen to record nothing.
+
+The first iteration is recorded whole. After it, a call of a module whose whole subtree is torch's own layers
+(``torch.nn`` classes, no hooks, no user functions as attributes) runs with the interceptor off the mode stack
+when an earlier call of the same module, with inputs alike (dtype, device, dimensions, requires_grad, leaf,
+view, inference) and in the same training mode, went through the interceptor without a handler firing: the same
+code on alike inputs has nothing new to show. That is most of an op-bound network's tracing cost (each op
+through a torch-function mode pays a Python call). Anything that could make the record differ keeps the mode on:
+gradients off, values with a taint alive, the tool's per-op duties (``--nan``, drawing, snapshots, penalties
+waiting for a loss, plain tensors on modules), a user's leaf among the inputs.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import weakref
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from gradcheck_l2c.record.locations import USER, frame_kind
+from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.torch_internals import (compiling_check, global_forward_hooks, has_own_hooks, is_view,
+                                                  pop_mode, push_mode, stack_at, stack_length)
+
+_is_grad_enabled = torch.is_grad_enabled
+_is_compiling = compiling_check()
+#: How many input signatures one module keeps as seen clean (a model fed many shapes keeps the mode for the rest).
+SIGNATURES_PER_MODULE = 16
+#: Torch's layers whose calls run user code or another process's: never passed.
+_NEVER = ("torch.nn.parallel", "torch.nn.utils.parametrize")
+_own_layer: dict[type, bool] = {}
+
+
+def own_layer(cls: type) -> bool:
+    """Whether ``cls`` is one of torch's own layers (defined in ``torch.nn``)."""
+    known = _own_layer.get(cls)
+    if known is None:
+        name = getattr(cls, "__module__", "") or ""
+        known = _own_layer[cls] = name.startswith("torch.nn.") and not name.startswith(_NEVER)
+    return known
+
+
+def _user_callable(value: Any) -> bool:
+    """Whether ``value`` is a function, method, ``partial`` or callable object of user code."""
+    if isinstance(value, functools.partial):
+        return _user_callable(value.func)
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        return frame_kind(code.co_filename) == USER
+    if callable(value) and not isinstance(value, (type, nn.Module, torch.Tensor)):
+        file = getattr(sys.modules.get(type(value).__module__), "__file__", None)
+        return file is not None and frame_kind(file) == USER
+    return False
+
+
+def _runs_user_code(module: nn.Module) -> bool:
+    """An instance ``forward`` or a user function kept as an attribute (``activation=my_gelu``)."""
+    return "forward" in module.__dict__ or any(_user_callable(value) for value in module.__dict__.values())
+
+
+def layers_under(module: nn.Module) -> list[nn.Module] | None:
+    """The modules under ``module``, when it and all of them are torch's own layers that run no user code of
+    their own (hooks aside: they come and go, and are looked at per call); else None."""
+    if not own_layer(type(module)) or _runs_user_code(module):
+        return None
+    found: list[nn.Module] = []
+    for child in module.children():
+        below = layers_under(child)
+        if below is None:
+            return None
+        found.append(child)
+        found.extend(below)
+    return found
+
+
+def signature(args: tuple, kwargs: dict, user_leaves: dict, training: bool) -> tuple | None:
+    """What of a call's inputs decides what a torch layer's code does with autograd; None when a user's leaf is
+    among them (its ops are remembered one by one) or an input is of a kind not described here."""
+    parts: list[Any] = [training]
+    for value in args:
+        part = _described(value, user_leaves)
+        if part is _UNDESCRIBED:
+            return None
+        parts.append(part)
+    for name, value in kwargs.items():
+        part = _described(value, user_leaves)
+        if part is _UNDESCRIBED:
+            return None
+        parts.append((name, part))
+    return tuple(parts)
+
+
+_UNDESCRIBED = object()
+
+
+def _described(value: Any, user_leaves: dict) -> Any:
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor or id(value) in user_leaves:
+            return _UNDESCRIBED
+        return (value.dtype, value.device, value.dim(), value.requires_grad, value.is_leaf, is_view(value),
+                value.is_inference())
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    return _UNDESCRIBED
+
+
+class ModuleBypass:
+    """Decides, per module call, whether a torch layer runs past the interceptor; learns from the calls that
+    go through it."""
+
+    def __init__(self, state: TraceState, mode: Any) -> None:
+        self.state, self.mode = state, mode
+        self._clean: dict[int, tuple[weakref.ref, set[tuple]]] = {}  # module id -> input signatures seen clean
+        self._dirty: dict[int, weakref.ref] = {}  # modules a call of which fired a handler: always through the mode
+        # module id -> (its reference, the torch layers under it; None when it is not all torch's own code)
+        self._layers: dict[int, tuple[weakref.ref, tuple[nn.Module, ...] | None]] = {}
+
+    def changed(self) -> None:
+        """A torch layer got an attribute or a module a submodule: what was learnt may no longer hold."""
+        self._layers.clear()
+        self._clean.clear()
+
+    def attribute_set(self, module: nn.Module) -> None:
+        """``Module.__setattr__`` ran: a torch layer's attribute (``inplace``, ``activation``) changes its calls."""
+        if own_layer(type(module)):
+            self.changed()
+
+    def torch_only(self, module: nn.Module) -> bool:
+        """Whether ``module`` and all under it are torch's own layers without hooks or user functions."""
+        ident = id(module)
+        entry = self._layers.get(ident)
+        if entry is None:
+            below = layers_under(module)
+            entry = self._layers[ident] = (_reference(self._layers, ident, module),
+                                          None if below is None else tuple(below))
+        layers = entry[1]
+        return layers is not None and not has_own_hooks(module) and not any(map(has_own_hooks, layers))
+
+    def passable(self) -> bool:
+        """Nothing in the trace's state asks to see every op now (gradients on, no taint alive, the first
+        iteration over, no per-op duty)."""
+        state = self.state
+        return (not state.origins.recording and not state.taints.by_id and not state.taints.numbers
+                and not state.terms.unplaced and not state.unregistered.held and not state.writes.snapshots
+                and not global_forward_hooks())
+
+    def wrap(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        """``nn.Module.__call__`` that runs past the interceptor when it may, and learns when it may not."""
+        bypass, mode, clean, dirty = self, self.mode, self._clean, self._dirty
+        scope, user_leaves = self.state.scope, self.state.registry.user_leaves
+
+        def calling_module(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            depth = stack_length()  # inside a layer that runs past the mode, the mode is not on top: done
+            ident = id(self)
+            if (not depth or stack_at(depth - 1) is not mode or _is_compiling() or ident in dirty
+                    or not _is_grad_enabled() or scope.quiet or not bypass.torch_only(self)):
+                return call(self, *args, **kwargs)
+            pop_mode()  # from here on, past the interceptor: reading the inputs is the tool's, not the script's
+            try:
+                key = signature(args, kwargs, user_leaves, self.training)
+                entry = clean.get(ident)
+                if key is not None and entry is not None and key in entry[1] and bypass.passable():
+                    return call(self, *args, **kwargs)
+            finally:
+                push_mode(mode)
+            if key is None:
+                return call(self, *args, **kwargs)
+            before = mode.noted
+            out = call(self, *args, **kwargs)
+            bypass.learn(self, key, fired=mode.noted != before)
+            return out
+
+        return calling_module
+
+    def learn(self, module: nn.Module, key: tuple, fired: bool) -> None:
+        """A call of ``module`` on inputs ``key`` went through the interceptor; ``fired``: a handler acted."""
+        ident = id(module)
+        if fired:
+            self._clean.pop(ident, None)
+            self._dirty[ident] = _reference(self._dirty, ident, module)
+            return
+        entry = self._clean.get(ident)
+        if entry is None:
+            entry = self._clean[ident] = (_reference(self._clean, ident, module), set())
+        if len(entry[1]) < SIGNATURES_PER_MODULE:
+            entry[1].add(key)
+
+
+def _reference(table: dict, ident: int, module: nn.Module) -> weakref.ref:
+    """A weak reference to ``module`` that takes its entry out of ``table`` when the module goes."""
+    return weakref.ref(module, lambda _, ident=ident: table.pop(ident, None))

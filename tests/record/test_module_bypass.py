@@ -1,0 +1,142 @@
+"""torch's own layers run past the tracer's torch-function mode once a call of theirs recorded nothing: the results
+stay bitwise those of an untraced run, the mode no longer sees their ops, and whatever could cut a path in them
+brings the mode back (a hook added later, a user function as a layer's activation, an attribute changed, gradients
+off, a new kind of input, a layer that writes in place)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+from torch import nn
+
+from gradcheck_l2c import trace
+from gradcheck_l2c.record.interceptor import Interceptor
+
+
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> list[Counter[str]]:
+    """The torch calls the tracer's mode sees, one counter per training step (`step` starts the next)."""
+    steps: list[Counter[str]] = [Counter()]
+    original = Interceptor.__torch_function__
+
+    def counting(self, func, types, args=(), kwargs=None):
+        steps[-1][getattr(func, "__name__", repr(func))] += 1
+        return original(self, func, types, args, kwargs)
+
+    monkeypatch.setattr(Interceptor, "__torch_function__", counting)
+    return steps
+
+
+def train(model: nn.Module, steps: int, seen: list[Counter[str]] | None = None, before_step=None) -> list[torch.Tensor]:
+    """SGD steps on fixed data; ``before_step(step)`` may change the model; the trained weights."""
+    torch.manual_seed(0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(6, 4)
+    for step in range(steps):
+        if seen is not None:
+            seen.append(Counter())
+        if before_step is not None:
+            before_step(step)
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def mlp() -> nn.Module:
+    torch.manual_seed(1)
+    return nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.GELU(), nn.Dropout(0.2), nn.Linear(8, 1))
+
+
+def test_after_the_first_iteration_torch_layers_run_past_the_mode_with_the_same_results(seen) -> None:
+    expected = train(mlp(), 5)
+    with trace() as traced:
+        weights = train(mlp(), 5, seen)
+    assert all(torch.equal(a, b) for a, b in zip(weights, expected))  # dropout's draws included
+    first, *later = seen[1:]
+    assert first["linear"] == 2 and first["layer_norm"] == 1 and first["gelu"] == 1
+    assert all(step["linear"] == step["layer_norm"] == step["gelu"] == step["dropout"] == 0 for step in later[1:])
+    assert all(step["backward"] == 1 for step in later)  # the user's own calls are still seen
+    assert traced.findings == []
+
+
+def test_a_hook_added_later_brings_the_mode_back(seen) -> None:
+    model = mlp()
+
+    def add_hook(step: int) -> None:
+        if step == 3:
+            model[2].register_forward_hook(lambda module, inputs, output: output * 1.0)
+
+    with trace():
+        train(model, 5, seen, add_hook)
+    assert seen[3]["gelu"] == 0 and seen[4]["gelu"] == 1 and seen[4]["mul"] == 1 and seen[5]["mul"] == 1
+
+
+def activation(x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x) * 0.5
+
+
+def encoder_steps(layer: nn.Module, steps: int, seen: list[Counter[str]], before_step=lambda step: None) -> None:
+    x = torch.randn(2, 3, 8)
+    for step in range(steps):
+        seen.append(Counter())
+        before_step(step)
+        layer(x).sum().backward()
+
+
+def test_a_user_function_as_a_layers_activation_is_always_seen(seen) -> None:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, activation=activation, batch_first=True)
+    with trace():
+        encoder_steps(layer, 4, seen)
+    assert all(step["mul"] == 1 for step in seen[1:])
+
+
+def test_an_attribute_changed_later_is_seen(seen) -> None:
+    """``layer.activation = activation`` after the layer ran: the user's function runs under the mode again."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+
+    def set_activation(step: int) -> None:
+        if step == 3:
+            layer.activation = activation
+
+    with trace():
+        encoder_steps(layer, 5, seen, set_activation)
+    assert seen[3]["linear"] == 0  # passed in the steps before
+    assert seen[4]["mul"] == 1 and seen[5]["mul"] == 1
+
+
+def test_gradients_off_and_new_inputs_go_through_the_mode(seen) -> None:
+    model = mlp()
+    with trace() as traced:
+        train(model, 3, seen)
+        seen.append(Counter())
+        with torch.no_grad():
+            model(torch.randn(2, 4))
+        seen.append(Counter())
+        model(torch.randn(2, 4, requires_grad=True)).sum().backward()
+    # a leaf that requires grad is new to the first layer, not to the second (it got a result with history)
+    assert seen[-2]["linear"] == 2 and seen[-1]["linear"] == 1
+    assert traced.findings == []
+
+
+def test_a_layer_that_writes_in_place_keeps_the_mode() -> None:
+    """Its writes can break a later backward: they are kept, and autograd's error still names the layer's line."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.Sigmoid())
+    x = torch.randn(3, 4)
+    with trace() as traced:
+        relu = nn.ReLU(inplace=True)
+        made = test_a_layer_that_writes_in_place_keeps_the_mode.__code__.co_firstlineno + 5
+        for step in range(4):
+            hidden = model(x)
+            if step == 3:  # sigmoid saved its output: writing it in place breaks the backward
+                out = relu(hidden)
+            else:
+                out = relu(hidden * 1.0)
+            try:
+                out.sum().backward()
+            except RuntimeError:
+                pass
+    assert [(f.kind, f.line) for f in traced.findings] == [("inplace_saved", made)]

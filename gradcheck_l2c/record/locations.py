@@ -133,21 +133,22 @@ def user_site(depth: int = 1) -> Site | None:
     return _site(frame)
 
 
-_sites: dict[tuple[CodeType, int, int], Site] = {}  # (code, instruction, line) -> its Site, made once
+#: (id of the code, instruction, line) -> the code and the Site, made once (ids: a code object hashes its bytecode)
+_sites: dict[tuple[int, int, int], tuple[CodeType, Site]] = {}
 
 
 def _site(frame: FrameType) -> Site:
     """The Site of the instruction ``frame`` runs now (one per instruction of user code: loops ask again)."""
     code = frame.f_code
-    key = (code, frame.f_lasti, frame.f_lineno)
-    site = _sites.get(key)
-    if site is None:
+    key = (id(code), frame.f_lasti, frame.f_lineno)
+    entry = _sites.get(key)
+    if entry is None or entry[0] is not code:
         filename = code.co_filename
         absolute = _absolute.get(filename)
         if absolute is None:
             absolute = _absolute[filename] = filename if filename.startswith("<") else os.path.abspath(filename)
-        site = _sites[key] = Site(absolute, frame.f_lineno, _column(frame))
-    return site
+        entry = _sites[key] = (code, Site(absolute, frame.f_lineno, _column(frame)))
+    return entry[1]
 
 
 def built_at(depth: int = 1) -> Site | None:

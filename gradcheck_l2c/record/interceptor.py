@@ -114,10 +114,10 @@ class Interceptor(TorchFunctionMode):
         if taints.by_id or taints.numbers:
             taints.propagate(args, kwargs, out)
             state.terms.added(func, args, out)
-        if kwargs and origins.recording and kwargs.get("inplace") is True and args and out is args[0] \
-                and kwargs.get("training") is not False:  # F.relu(x, inplace=True): what ReLU(inplace=True) runs,
-            self.noted += 1
-            self.writes.layer_wrote(out, func, sys._getframe(1))  # seen in the first iteration, as origins are
+        if kwargs and kwargs.get("inplace") is True and args and out is args[0]:  # F.relu(x, inplace=True): what
+            self.noted += 1  # ReLU(inplace=True) runs; autograd refuses it on some inputs: such layers stay seen
+            if origins.recording and kwargs.get("training") is not False:  # placed in the first iteration
+                self.writes.layer_wrote(out, func, sys._getframe(1))
         if type(out) is Tensor:
             if not out.requires_grad:
                 # integer and bool results (argmax, comparisons, casts) of inputs with history are cuts;

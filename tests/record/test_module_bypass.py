@@ -140,3 +140,16 @@ def test_a_layer_that_writes_in_place_keeps_the_mode() -> None:
             except RuntimeError:
                 pass
     assert [(f.kind, f.line) for f in traced.findings] == [("inplace_saved", made)]
+
+
+def test_autograd_refusing_a_layers_in_place_write_in_a_later_iteration_is_explained() -> None:
+    """A view of a leaf that requires grad reaches ``nn.ReLU(inplace=True)`` only at the fourth step: the error
+    is still explained at the line that called the layer."""
+    model, relu, x = nn.Linear(4, 8), nn.ReLU(inplace=True), torch.randn(3, 4)
+    first = test_autograd_refusing_a_layers_in_place_write_in_a_later_iteration_is_explained.__code__.co_firstlineno
+    with pytest.raises(RuntimeError, match="view of a leaf"), trace() as traced:
+        model(x).sum().backward()  # the first iteration, recorded whole, does not use the layer
+        for step in range(4):
+            out = relu(model(x).view(3, 8)) if step < 3 else relu(torch.randn(3, 8, requires_grad=True).view(3, 8))
+            out.sum().backward()
+    assert [(f.kind, f.line) for f in traced.findings] == [("autograd_error", first + 8)]

@@ -133,12 +133,11 @@ def user_site(depth: int = 1) -> Site | None:
     return _site(frame)
 
 
-#: (id of the code, instruction, line) -> the code and the Site, made once (ids: a code object hashes its bytecode)
-_sites: dict[tuple[int, int, int], tuple[CodeType, Site]] = {}
+_sites: dict[tuple[int, int, int], tuple[CodeType, Site]] = {}  # (id(code), instruction, line) -> (code, its Site)
 
 
 def _site(frame: FrameType) -> Site:
-    """The Site of the instruction ``frame`` runs now (one per instruction of user code: loops ask again)."""
+    """The Site of the instruction ``frame`` runs now, made once per instruction (by code id: codes hash slowly)."""
     code = frame.f_code
     key = (id(code), frame.f_lasti, frame.f_lineno)
     entry = _sites.get(key)

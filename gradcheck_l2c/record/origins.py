@@ -21,6 +21,9 @@ from gradcheck_l2c.record.torch_internals import sequence_nr
 Tensor = torch.Tensor
 #: The key, in an autograd node's metadata, of the user lines that made it (`user_stack`).
 MADE = "gradcheck_made"
+#: What a backward that does not keep its graph frees: its newest root's sequence number, where it was called
+#: and the user frames on the way.
+Freeing = tuple[int, Site | None, tuple[Site, ...]]
 BUDGET = 20_000
 _is_inference_mode = torch.is_inference_mode_enabled
 
@@ -72,17 +75,23 @@ class Origins:
         if self._left <= 0:
             self.recording = False
 
-    def backward_ran(self, roots: Any, keep_graph: bool) -> None:
-        """A backward of the traced thread returned: the first one ends the recording; one that did not
-        keep its graph freed every node made up to its newest root."""
-        self.recording = False
+    def backward_starts(self, roots: Any, keep_graph: bool) -> Freeing | None:
+        """A backward of the traced thread is about to run: what it frees if it returns (read now, while the
+        interpreter's caches are warm from the forward, not after the engine's work evicted them)."""
         if keep_graph:
-            return
+            return None
         newest = [n for n in (sequence_nr(node) for node in _nodes(roots)) if n is not None]
-        if newest:
-            self.freed_up_to = max(max(newest), self.freed_up_to if self.freed_up_to is not None else -1)
-            self.freed_by = user_site(1)
-            self.freed_path = tuple(site for _, _, site in user_stack(1))
+        if not newest:
+            return None
+        return max(newest), user_site(1), tuple(site for _, _, site in user_stack(1))
+
+    def backward_ran(self, freeing: Freeing | None) -> None:
+        """That backward returned: the first one ends the recording; one that did not keep its graph freed every
+        node made up to its newest root (``freeing``)."""
+        self.recording = False
+        if freeing is not None:
+            newest, self.freed_by, self.freed_path = freeing
+            self.freed_up_to = max(newest, self.freed_up_to if self.freed_up_to is not None else -1)
 
     # ---- answers, read when an error is recorded ----------------------------------------------------
 

@@ -26,6 +26,7 @@ from gradcheck_l2c.record.locations import (
     user_stack,
 )
 from gradcheck_l2c.record.optimizers import note_sources
+from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
@@ -218,10 +219,10 @@ class CountingEngine:
     not cover, tells the trace which graph each of its own passes freed, and otherwise forwards
     everything unchanged."""
 
-    def __init__(self, engine: Any, scope: Scope, ran: Callable[[Any, bool], None] | None = None) -> None:
+    def __init__(self, engine: Any, scope: Scope, origins: Origins) -> None:
         self._engine = engine
         self._scope = scope
-        self._ran = ran  # told, in the traced thread, of each backward that returned: its roots, keep_graph
+        self._origins = origins  # told, in the traced thread, of each backward before it runs and once it returned
 
     def run_backward(self, *args: Any, **kwargs: Any) -> Any:
         scope = self._scope
@@ -229,10 +230,10 @@ class CountingEngine:
             if scope.in_trace_process():
                 scope.untraced_backward(threading.current_thread().name, user_site(1))
             return self._engine.run_backward(*args, **kwargs)
+        freeing = self._origins.backward_starts(args[0] if args else kwargs.get("tensors"),
+                                                bool(args[2] if len(args) > 2 else kwargs.get("keep_graph", False)))
         out = self._engine.run_backward(*args, **kwargs)
-        if self._ran is not None:
-            self._ran(args[0] if args else kwargs.get("tensors"),
-                      bool(args[2] if len(args) > 2 else kwargs.get("keep_graph", False)))
+        self._origins.backward_ran(freeing)
         return out
 
     def __getattr__(self, name: str) -> Any:

@@ -17,12 +17,13 @@ def on_backward(mode: Any, func, args, kwargs):
     roots = _backward_roots(func, args, kwargs)
     inputs = kwargs.get("inputs")
     state = mode.state
+    site = user_site(1)  # read before the engine's work evicts the interpreter's caches
     out = _explained(state, func, args, kwargs, roots)
     keys = None
     if inputs is not None:
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
         keys = {k for k in map(state.registry.key_of, inputs) if k is not None}
-    state.backwards.ended(roots, keys, sys._getframe(1))
+    state.backwards.ended(roots, keys, sys._getframe(1), site)
     progress(mode)
     return out
 
@@ -45,7 +46,8 @@ def on_autograd_grad(mode: Any, func, args, kwargs):
         for grad in grads:
             state.taints.mark(grad, cut)
     returned = {key for key, grad in zip(map(key_of, inputs), grads) if key is not None and grad is not None}
-    state.backwards.ended(roots, keys, sys._getframe(1), returned, derived=bool(kwargs.get("create_graph")))
+    state.backwards.ended(roots, keys, sys._getframe(1), user_site(1), returned,
+                          derived=bool(kwargs.get("create_graph")))
     if kwargs.get("create_graph") and not called_from(DIFFERENTIATORS, 1):
         state.terms.took_gradients(grads, roots)
     progress(mode)

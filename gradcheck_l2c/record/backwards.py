@@ -69,9 +69,9 @@ class BackwardLog:
         self.dead_ends: list[Taint] = []  # values whose every path was cut
         self.graphless: list[Site | None] = []  # backwards that raised "does not require grad"
 
-    def ended(self, roots: list[Tensor], inputs: set[int] | None, frame: Any,
+    def ended(self, roots: list[Tensor], inputs: set[int] | None, frame: Any, site: Site | None,
               returned: set[int] = frozenset(), derived: bool = False) -> None:
-        """A backward ended: which watched tensors it reached, and which got values only via cuts.
+        """A backward called at ``site`` ended: which watched tensors it reached, and which got values only via cuts.
 
         ``inputs``: the keys a ``backward(inputs=...)`` or ``autograd.grad`` differentiates (the others
         are left alone on purpose); ``returned``: those ``autograd.grad`` gave a gradient to, which it
@@ -79,10 +79,11 @@ class BackwardLog:
         """
         self.clock.backwards += 1
         self.events_at_backward = len(self.events)
-        registry = self.registry
+        registry, watched_at = self.registry, self.registry.all
         # the accumulate hook fires even when a custom Function's backward returned None for the leaf
         with functions_off():  # the tool's own `.grad` reads
-            reached = {key for key in registry.arrived if _has_grad(registry.all[key].tensor)} | returned
+            reached = {k for k in registry.arrived if (t := watched_at[k].ref()) is not None and t.grad is not None}
+        reached |= returned
         registry.arrived.clear()
         optimizers = self.optimizers
         if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it
@@ -92,9 +93,8 @@ class BackwardLog:
         if reached and optimizers.live:
             optimizers.reached(reached)
             optimizers.updates.backward(reached)
-        # autograd.grad fills no .grad for a step to read
-        optimizers.use.backward(user_site(2) if reached and optimizers.live and not returned else None,
-                                reached if optimizers.live and not returned else set())
+        read = reached and optimizers.live and not returned  # autograd.grad fills no .grad for a step to read
+        optimizers.use.backward(site if read else None, reached if read else set())
         backwards = self.clock.backwards
         if backwards == 1:
             registry.note_gone()
@@ -254,7 +254,3 @@ def _line_in(frame: Any, node: Any) -> Site | None:
     function it called made it), if the first iteration's lines were remembered (`origins.MADE`)."""
     stack = node.metadata.get(MADE) if frame is not None and node is not None else None
     return next((site for ident, code, site in stack or () if ident == id(frame) and code is frame.f_code), None)
-
-
-def _has_grad(tensor: Tensor | None) -> bool:
-    return tensor is not None and tensor.grad is not None

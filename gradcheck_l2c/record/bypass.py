@@ -122,9 +122,10 @@ class ModuleBypass:
         self._layers.clear()
         self._clean.clear()
 
-    def attribute_set(self, module: nn.Module) -> None:
-        """``Module.__setattr__`` ran: a torch layer's attribute (``inplace``, ``activation``) changes its calls."""
-        if own_layer(type(module)):
+    def attribute_set(self, module: nn.Module, name: str) -> None:
+        """``Module.__setattr__`` ran: a torch layer's attribute (``inplace``, ``activation``) changes its calls
+        (``training``, which ``model.train()`` sets on every layer, is part of what a call is learnt by)."""
+        if name != "training" and own_layer(type(module)):
             self.changed()
 
     def torch_only(self, module: nn.Module) -> bool:

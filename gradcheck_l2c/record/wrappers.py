@@ -104,7 +104,7 @@ def optimizer_init(state: TraceState, original: Callable[..., Any],
 
 
 def module_setattr(state: TraceState, original: Callable[..., Any],
-                   changed: Callable[[nn.Module], None]) -> Callable[..., Any]:
+                   changed: Callable[[nn.Module, str], None]) -> Callable[..., Any]:
     """``self.keys = torch.randn(...)``: remember where user code put a plain tensor, a list or a dict on a
     module (the line to change if what it holds was meant to learn), and where it set a submodule; ``changed``
     hears of every attribute set."""
@@ -114,7 +114,7 @@ def module_setattr(state: TraceState, original: Callable[..., Any],
 
     def setattr_(module: nn.Module, name: str, value: Any) -> None:
         original(module, name, value)
-        changed(module)
+        changed(module, name)
         if value is True and name == "inplace" and state.scope.in_trace_thread():
             state.writes.layer_made_inplace(module, user_site(1))  # torch's layers' own switch
         elif name == "dim" and type(value) is int and state.scope.in_trace_thread() and not caller_is_user(1):

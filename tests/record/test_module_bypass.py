@@ -153,3 +153,17 @@ def test_autograd_refusing_a_layers_in_place_write_in_a_later_iteration_is_expla
             out = relu(model(x).view(3, 8)) if step < 3 else relu(torch.randn(3, 8, requires_grad=True).view(3, 8))
             out.sum().backward()
     assert [(f.kind, f.line) for f in traced.findings] == [("autograd_error", first + 8)]
+
+
+def test_switching_train_and_eval_every_step_keeps_what_was_learnt(seen) -> None:
+    """``model.train()`` sets ``training`` on every layer; it is part of what a call is learnt by, not a change."""
+    model = mlp()
+
+    def validate(step: int) -> None:
+        model.eval()
+        model(torch.randn(6, 4))
+        model.train()
+
+    with trace():
+        train(model, 5, seen, validate)
+    assert all(step["linear"] == 0 and step["dropout"] == 0 for step in seen[3:])

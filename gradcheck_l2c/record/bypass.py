@@ -75,6 +75,9 @@ def layers_under(module: nn.Module) -> list[nn.Module] | None:
     return found
 
 
+_UNDESCRIBED = object()  # an input `signature` does not describe: the call goes through the mode
+
+
 def signature(args: tuple, kwargs: dict, user_leaves: dict, training: bool) -> tuple | None:
     """What of a call's inputs decides what a torch layer's code does with autograd; None when a user's leaf is
     among them (its ops are remembered one by one) or an input is of a kind not described here."""
@@ -92,10 +95,8 @@ def signature(args: tuple, kwargs: dict, user_leaves: dict, training: bool) -> t
     return tuple(parts)
 
 
-_UNDESCRIBED = object()
-
-
 def _described(value: Any, user_leaves: dict) -> Any:
+    """One input as `signature` keeps it: a plain tensor's autograd-relevant traits, a plain scalar's value."""
     if isinstance(value, torch.Tensor):
         if type(value) is not torch.Tensor or id(value) in user_leaves:
             return _UNDESCRIBED

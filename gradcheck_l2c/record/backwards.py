@@ -18,7 +18,6 @@ from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, Taint, TaintStore
 from gradcheck_l2c.record.terms import TermLog
-from gradcheck_l2c.record.torch_internals import functions_off
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -79,11 +78,8 @@ class BackwardLog:
         """
         self.clock.backwards += 1
         self.events_at_backward = len(self.events)
-        registry, watched_at = self.registry, self.registry.all
-        # the accumulate hook fires even when a custom Function's backward returned None for the leaf
-        with functions_off():  # the tool's own `.grad` reads
-            reached = {k for k in registry.arrived if (t := watched_at[k].ref()) is not None and t.grad is not None}
-        reached |= returned
+        registry = self.registry
+        reached = set(registry.arrived) | returned  # the leaves that held a gradient when it arrived (`holds_grad`)
         registry.arrived.clear()
         optimizers = self.optimizers
         if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it

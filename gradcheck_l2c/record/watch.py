@@ -17,6 +17,7 @@ from torch import nn
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.record.locations import Site, StackEntry
 from gradcheck_l2c.record.scope import Clock
+from gradcheck_l2c.record.torch_internals import functions_off, stack_length
 
 
 class Owner(NamedTuple):
@@ -266,7 +267,8 @@ class WatchRegistry:
             watched.born = self.clock.backwards
             arrived = self.arrived
             key = watched.key
-            watched.hook = tensor.register_post_accumulate_grad_hook(lambda _t, key=key: arrived.append(key))
+            watched.hook = tensor.register_post_accumulate_grad_hook(
+                lambda leaf, key=key: arrived.append(key) if holds_grad(leaf) else None)
 
     def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
         """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is
@@ -350,3 +352,13 @@ def selected(registry: WatchRegistry, spec: WatchSpec) -> tuple[set[int], list[s
             if key is not None:
                 keys.add(key)
     return keys, unmatched
+
+
+def holds_grad(leaf: torch.Tensor) -> bool:
+    """Whether ``leaf.grad`` is set, read when its accumulate hook fires: the hook fires also when a custom
+    Function's backward returned None for it, and a step fused into the backward (a user's hook that steps and
+    clears ``.grad``) may run right after. The tool's own read, past any torch-function mode."""
+    if not stack_length():
+        return leaf.grad is not None
+    with functions_off():
+        return leaf.grad is not None

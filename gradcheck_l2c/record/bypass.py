@@ -21,8 +21,8 @@ from torch import nn
 
 from gradcheck_l2c.record.locations import USER, frame_kind
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import (compiling_check, global_forward_hooks, has_own_hooks, is_view,
-                                                  pop_mode, push_mode, stack_at, stack_length)
+from gradcheck_l2c.record.torch_internals import (compiling_check, global_forward_hooks, has_own_hooks,
+                                                  innermost_mode_is, is_view, pop_mode, push_mode)
 
 _is_grad_enabled = torch.is_grad_enabled
 _is_compiling = compiling_check()
@@ -154,9 +154,8 @@ class ModuleBypass:
         scope, user_leaves = self.state.scope, self.state.registry.user_leaves
 
         def calling_module(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
-            depth = stack_length()  # inside a layer that runs past the mode, the mode is not on top: done
-            ident = id(self)
-            if (not depth or stack_at(depth - 1) is not mode or _is_compiling() or ident in dirty
+            ident = id(self)  # inside a layer that runs past the mode, the mode is not on top: done at once
+            if (not innermost_mode_is(mode) or _is_compiling() or ident in dirty
                     or not _is_grad_enabled() or scope.quiet or not bypass.torch_only(self)):
                 return call(self, *args, **kwargs)
             pop_mode()  # from here on, past the interceptor: reading the inputs is the tool's, not the script's

@@ -113,20 +113,23 @@ def is_view(tensor: torch.Tensor) -> bool:
     return tensor._is_view()
 
 
+def innermost_mode_is(mode: Any) -> bool:
+    """Whether ``mode`` is the innermost torch-function mode active now (read without building the stack's list)."""
+    depth = stack_length()
+    return bool(depth) and stack_at(depth - 1) is mode
+
+
 def run_past(mode: Any, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)`` with ``mode`` off the torch-function mode stack when it is the innermost mode
     and dynamo is not compiling: torch's own optimizer code then runs as it would untraced, without a call into
     the mode per tensor read (`patches.Patches._quietly`). Else with the stack as it is."""
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or not innermost_mode_is(mode):
         return function(*args, **kwargs)
-    stack = _get_current_function_mode_stack()
-    if not stack or stack[-1] is not mode:
-        return function(*args, **kwargs)
-    torch._C._pop_torch_function_stack()
+    pop_mode()
     try:
         return function(*args, **kwargs)
     finally:
-        torch._C._push_on_torch_function_stack(mode)
+        push_mode(mode)
 
 
 def version(tensor: torch.Tensor) -> int:

@@ -21,7 +21,7 @@ from torch import nn
 
 from gradcheck_l2c.record.locations import USER, frame_kind
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import (compiling_check, global_forward_hooks, has_own_hooks,
+from gradcheck_l2c.record.torch_internals import (compiling_check, global_forward_hooks, hook_tables,
                                                   innermost_mode_is, is_view, pop_mode, push_mode)
 
 _is_grad_enabled = torch.is_grad_enabled
@@ -115,8 +115,10 @@ class ModuleBypass:
         self.state, self.mode = state, mode
         self._clean: dict[int, tuple[weakref.ref, set[tuple]]] = {}  # module id -> input signatures seen clean
         self._dirty: dict[int, weakref.ref] = {}  # modules a call of which fired a handler: always through the mode
-        # module id -> (its reference, the torch layers under it; None when it is not all torch's own code)
-        self._layers: dict[int, tuple[weakref.ref, tuple[nn.Module, ...] | None]] = {}
+        # module id -> (its reference, the hook tables of it and of the torch layers under it; None when it is not
+        # all torch's own code): a table is replaced only by an attribute assignment, which forgets this
+        self._layers: dict[int, tuple[weakref.ref, tuple[dict, ...] | None]] = {}
+        self.passing = False  # a torch layer runs past the mode now: the calls under it need no look
 
     def changed(self) -> None:
         """A torch layer got an attribute or a module a submodule: what was learnt may no longer hold."""
@@ -135,10 +137,10 @@ class ModuleBypass:
         entry = self._layers.get(ident)
         if entry is None:
             below = layers_under(module)
-            entry = self._layers[ident] = (_reference(self._layers, ident, module),
-                                          None if below is None else tuple(below))
-        layers = entry[1]
-        return layers is not None and not has_own_hooks(module) and not any(map(has_own_hooks, layers))
+            tables = None if below is None else tuple(table for layer in (module, *below) for table in hook_tables(layer))
+            entry = self._layers[ident] = (_reference(self._layers, ident, module), tables)
+        tables = entry[1]
+        return tables is not None and not any(tables)
 
     def passable(self) -> bool:
         """Nothing in the trace's state asks to see every op now (gradients on, no taint alive, the first
@@ -154,7 +156,9 @@ class ModuleBypass:
         scope, user_leaves = self.state.scope, self.state.registry.user_leaves
 
         def calling_module(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
-            ident = id(self)  # inside a layer that runs past the mode, the mode is not on top: done at once
+            if bypass.passing:  # a layer under one that runs past the mode: done at once
+                return call(self, *args, **kwargs)
+            ident = id(self)
             if (not innermost_mode_is(mode) or _is_compiling() or ident in dirty
                     or not _is_grad_enabled() or scope.quiet or not bypass.torch_only(self)):
                 return call(self, *args, **kwargs)
@@ -163,7 +167,11 @@ class ModuleBypass:
                 key = signature(args, kwargs, user_leaves, self.training)
                 entry = clean.get(ident)
                 if key is not None and entry is not None and key in entry[1] and bypass.passable():
-                    return call(self, *args, **kwargs)
+                    bypass.passing = True
+                    try:
+                        return call(self, *args, **kwargs)
+                    finally:
+                        bypass.passing = False
             finally:
                 push_mode(mode)
             if key is None:

@@ -96,10 +96,10 @@ pop_mode = torch._C._pop_torch_function_stack
 push_mode = torch._C._push_on_torch_function_stack
 
 
-def has_own_hooks(module: torch.nn.Module) -> bool:
-    """Whether a module has forward or backward hooks of its own (code that runs inside its call)."""
-    return bool(module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
-                or module._backward_pre_hooks)
+def hook_tables(module: torch.nn.Module) -> tuple[dict, dict, dict, dict]:
+    """A module's own forward and backward hook tables (code that runs inside its call): the same dicts for the
+    module's life, unless an attribute assignment replaces one."""
+    return module._forward_hooks, module._forward_pre_hooks, module._backward_hooks, module._backward_pre_hooks
 
 
 def global_forward_hooks() -> bool:

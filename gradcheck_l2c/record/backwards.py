@@ -79,7 +79,7 @@ class BackwardLog:
         self.clock.backwards += 1
         self.events_at_backward = len(self.events)
         registry = self.registry
-        reached = set(registry.arrived) | returned  # the leaves that held a gradient when it arrived (`holds_grad`)
+        reached = set(registry.arrived) | returned  # the leaves that held a gradient when it arrived (`arrival_hook`)
         registry.arrived.clear()
         optimizers = self.optimizers
         if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it

@@ -55,7 +55,8 @@ class CutRecorder:
             exclude: frozenset[int] = frozenset(), rebuilt: int | None = None, **extra: Any) -> Taint | None:
         """Values of ``tensors`` leave autograd here: record one event per watched key they reach.
 
-        Returns the taint their results carry: the new cuts plus whatever taint the inputs had.
+        Returns the taint their results carry: the new cuts plus whatever taint the inputs had. ``site``: the line
+        to name; by default the innermost user line, looked up only when a cut is recorded.
         ``rebuilt``: the key of the leaf this op rebuilds (an update step written out of place).
         """
         new: dict[int, Event] = {}
@@ -67,7 +68,9 @@ class CutRecorder:
         settled = self.taints.settled if kind != "non_differentiable" else ()
         for tensor in tensors:
             inherited = self.taints.merge(inherited, self.taints.get(tensor))
-            keys = self.reach(tensor) - exclude
+            keys = self.reach(tensor)
+            if exclude:
+                keys = keys - exclude
             if settled:
                 keys = keys.difference(settled)
             if not keys:

@@ -74,7 +74,7 @@ def on_item(mode: Mode, func, args, kwargs):
     tensor = args[0]
     state = mode.state
     if tensor.requires_grad or state.taints:
-        taint = mode.cuts.cut("item", ".item()", [tensor], site=user_site(1))
+        taint = mode.cuts.cut("item", ".item()", [tensor])
         if taint is not None and type(out) is float:
             return state.taints.tainted_float(out, taint)
     return out
@@ -85,7 +85,7 @@ def on_scalar(mode: Mode, func, args, kwargs):
     if tensor.requires_grad:
         label = {"__float__": "float()", "__int__": "int()", "tolist": ".tolist()",
                  "__index__": "int()"}.get(func.__name__, func.__name__)
-        mode.cuts.cut("item", label, [tensor], site=user_site(1))
+        mode.cuts.cut("item", label, [tensor])
     return func(*args, **kwargs)
 
 
@@ -121,7 +121,7 @@ def on_detach(mode: Mode, func, args, kwargs):
             return out
         in_state_dict = STATE_DICT_SAVE in callers
         label = "state_dict()" if in_state_dict else f".{func.__name__}()"
-        taint = mode.cuts.cut("detach", label, [tensor], site=user_site(1))
+        taint = mode.cuts.cut("detach", label, [tensor])
         state.taints.mark(out, taint)
         if in_state_dict and tensor.is_leaf and tensor.requires_grad and called_by_user_past_torch(1):
             mode.writes.snapshot(tensor, out)  # an installed library's own state_dict() views are its business
@@ -136,7 +136,7 @@ def on_data_get(mode: Mode, func, args, kwargs):
         if _library_copy(state, tensor, library_callers(1)):
             state.taints.mark(out, state.taints.get(tensor))
             return out
-        taint = mode.cuts.cut("data_attr", ".data", [tensor], site=user_site(1))
+        taint = mode.cuts.cut("data_attr", ".data", [tensor])
         state.taints.mark(out, taint)
     return out
 

@@ -205,10 +205,12 @@ class OptimizerLog:
             if not clock.backwards and not clock.assigned:
                 self._before_any_backward(optimizer, site)
             return  # none arrived since the last step
-        with functions_off():  # torch's reads, not the user's: no need to intercept them
-            params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
-            if not params or any(p.grad is not None for p in params):
+        with functions_off():  # torch's reads, not the user's: no need to intercept them (the first found ends it)
+            if any(p.grad is not None for group in optimizer.param_groups for p in group["params"] if p.requires_grad):
                 return
+            params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        if not params:
+            return
         watched = [w for w in map(self.registry.get, params) if w is not None]
         if not any(w.last_reached > since for w in watched) and clock.assigned == since_assigned:
             return  # they never got gradients: that is told per tensor, not as erased ones

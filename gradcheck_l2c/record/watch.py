@@ -9,7 +9,7 @@ import fnmatch
 import functools
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import torch
 from torch import nn
@@ -28,6 +28,15 @@ class Owner(NamedTuple):
     cls: str  # the module's class
     ident: int  # the module's id while it lived
     holder: int = 0  # the id of the module that directly holds it (``module`` itself, or a submodule)
+
+
+class _Freed:
+    """An object that is gone as soon as it is made."""
+
+
+#: The reference a watched tensor keeps once its tensor was freed: one dead reference for all (a run that watches a
+#: fresh tensor at every step would otherwise keep a dead one per step).
+FREED = weakref.ref(_Freed())
 
 
 @dataclass(eq=False, slots=True)
@@ -189,7 +198,9 @@ class WatchRegistry:
                 del by_id[ident]
             if user_leaves.get(ident) == key:
                 del user_leaves[ident]
-            everything[key].hook = None  # its hooks died with it: nothing left to remove
+            watched = everything[key]
+            watched.hook = None  # its hooks died with it: nothing left to remove
+            watched.ref = FREED
             died.append(key)
 
         watched = Watched(
@@ -265,10 +276,7 @@ class WatchRegistry:
             self.user_leaves[id(tensor)] = watched.key
         if watched.hook is None:
             watched.born = self.clock.backwards
-            arrived = self.arrived
-            key = watched.key
-            watched.hook = tensor.register_post_accumulate_grad_hook(
-                lambda leaf, key=key: arrived.append(key) if holds_grad(leaf) else None)
+            watched.hook = tensor.register_post_accumulate_grad_hook(arrival_hook(self.arrived, watched.key))
 
     def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
         """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is
@@ -354,11 +362,20 @@ def selected(registry: WatchRegistry, spec: WatchSpec) -> tuple[set[int], list[s
     return keys, unmatched
 
 
-def holds_grad(leaf: torch.Tensor) -> bool:
-    """Whether ``leaf.grad`` is set, read when its accumulate hook fires: the hook fires also when a custom
-    Function's backward returned None for it, and a step fused into the backward (a user's hook that steps and
-    clears ``.grad``) may run right after. The tool's own read, past any torch-function mode."""
-    if not stack_length():
-        return leaf.grad is not None
-    with functions_off():
-        return leaf.grad is not None
+def arrival_hook(arrived: list[int], key: int) -> Callable[[torch.Tensor], None]:
+    """A leaf's post-accumulate hook: notes ``key`` as arrived when ``leaf.grad`` is set as the hook fires (it
+    fires also when a custom Function's backward returned None for the leaf, and a step fused into the backward,
+    a user's hook that steps and clears ``.grad``, may run right after). One call per leaf per backward: the
+    tool's own read, past any torch-function mode."""
+    note = arrived.append
+
+    def arrival(leaf: torch.Tensor) -> None:
+        if not stack_length():
+            if leaf.grad is not None:
+                note(key)
+            return
+        with functions_off():
+            if leaf.grad is not None:
+                note(key)
+
+    return arrival

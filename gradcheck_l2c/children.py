@@ -96,11 +96,12 @@ class TracedTarget:
         self.target, self.folder, self.name, self.new_trace, self.active = target, folder, name, new_trace, active
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        inherited = self.active()
-        if inherited is not None and inherited.forked:  # fork copied the parent's trace: it reports nothing here
-            inherited.__exit__(None, None, None)
-        result = _ChildResult(self.new_trace(), self.active, self.folder, self.name)
-        with result.written_on_sigterm():
+        result = _ChildResult(self.active, self.folder, self.name)
+        with result.written_on_sigterm():  # from the start: a Pool's terminate() may come while the trace is set up
+            inherited = self.active()
+            if inherited is not None and inherited.forked:  # fork copied the parent's trace: it reports nothing here
+                inherited.__exit__(None, None, None)
+            result.tracer = self.new_trace()
             try:
                 with result.tracer:
                     try:
@@ -126,10 +127,12 @@ def _die_of_sigterm() -> None:
 
 
 class _ChildResult:
-    """What the child writes once: its trace's findings and how its target ended."""
+    """What the child writes once: its trace's findings and how its target ended (nothing found, when SIGTERM came
+    before its trace began: the target never ran)."""
 
-    def __init__(self, tracer: Any, active: Callable[[], Any], folder: str, name: str) -> None:
-        self.tracer, self.active, self.folder, self.name = tracer, active, folder, name
+    def __init__(self, active: Callable[[], Any], folder: str, name: str) -> None:
+        self.active, self.folder, self.name = active, folder, name
+        self.tracer: Any = None  # the child's trace, once made
         self.status = 0
         self.ending = False  # the target ended, or SIGTERM came: the trace is being judged and written
         self.terminated = False  # SIGTERM came meanwhile: the child dies of it once the result is written
@@ -139,10 +142,12 @@ class _ChildResult:
         if self._written:
             return
         self._written = self.ending = True
-        if self.active() is self.tracer:  # SIGTERM while it ran: end the trace here
-            self.tracer.__exit__(None, None, None)
-        result = RankResult(os.getpid(), self.status, bool(self.status), time.time(), "", [],
-                            self.tracer.findings, self.tracer.watched, process=self.name)
+        tracer = self.tracer
+        if tracer is not None and self.active() is tracer:  # SIGTERM while it ran: end the trace here
+            tracer.__exit__(None, None, None)
+        findings, watched = (tracer.findings, tracer.watched) if tracer is not None else ([], [])
+        result = RankResult(os.getpid(), self.status, bool(self.status), time.time(), "", [], findings, watched,
+                            process=self.name)
         with contextlib.suppress(OSError):  # the parent's trace ended and removed the folder
             write_result(self.folder, result)
 

@@ -7,11 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
 
 from gradcheck_l2c import trace
+from gradcheck_l2c.children import ChildProcesses
+from gradcheck_l2c.tracer import active_trace
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 ENV = {name: value for name, value in os.environ.items() if name not in ("GRADCHECK_L2C_DISABLED", "NO_COLOR")}
@@ -89,6 +92,31 @@ def test_correct_workers_stay_silent_and_compute_the_same(untouched):
         process.join(timeout=60)
     assert traced == untraced and process.exitcode == 0
     assert t.findings == [] and {w.got_grad for w in t.watched} == {True}
+
+
+@needs_fork
+def test_a_worker_terminated_while_its_trace_is_set_up_reports_that_nothing_ran(untouched):
+    """A Pool's ``terminate()`` may reach a worker still setting up its trace (a loaded machine): it dies of
+    SIGTERM as it would have, and reports an empty result, not a lost child."""
+    context = multiprocessing.get_context("fork")
+    setting_up = context.Event()
+
+    def slow_trace():
+        setting_up.set()
+        time.sleep(60)
+        return trace()
+
+    lost = []
+    children = ChildProcesses(slow_trace, active_trace, lambda site, why: lost.append(why))
+    process = context.Process(target=learn, args=(1.0,), daemon=True)
+    children.start(process, None, process.start)
+    assert setting_up.wait(timeout=60)
+    process.terminate()
+    process.join(timeout=60)
+    results = children.finish()
+    assert process.exitcode == -signal.SIGTERM
+    assert [(result.process, result.findings, result.watched) for result in results] == [(process.name, [], [])]
+    assert lost == []
 
 
 @needs_fork

@@ -60,6 +60,9 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_backward_hooks": "a module's own backward hooks, likewise",
     "_backward_pre_hooks": "a module's own backward pre-hooks, likewise",
     "_is_view": "whether a tensor is a view: autograd refuses some in-place writes into views",
+    "_post_accumulate_grad_hooks": "a tensor's post-accumulate-grad hooks, in the order they run: the tool's runs "
+                                   "first, before a user's that steps and clears .grad (an optimizer fused into "
+                                   "the backward, set up before the trace)",
     "_sequence_nr": "the order autograd nodes were made in: a node made before the last backward that freed its graph "
                     "belongs to that freed graph (\"backward through the graph a second time\")",
     "_lineno_map": "which node of a torch.compile'd graph (torch.fx GraphModule) a line of its generated code runs: "
@@ -106,6 +109,18 @@ def global_forward_hooks() -> bool:
     """Whether any global forward hook or pre-hook is registered (``register_module_forward_hook``)."""
     hooks = torch.nn.modules.module
     return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
+
+
+def run_first(tensor: torch.Tensor, handle: Any) -> None:
+    """Make the post-accumulate-grad hook ``handle`` was returned for the first of ``tensor``'s to run: autograd
+    runs them in the order of the dict underneath (not the OrderedDict's own), so the others are put back after
+    it, under the same ids (their handles still remove them)."""
+    hooks = tensor._post_accumulate_grad_hooks
+    if hooks is not None and len(hooks) > 1:
+        others = [(ident, hook) for ident, hook in hooks.items() if ident != handle.id]
+        for ident, _ in others:
+            del hooks[ident]
+        hooks.update(others)
 
 
 def is_view(tensor: torch.Tensor) -> bool:

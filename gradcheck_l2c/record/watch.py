@@ -17,7 +17,7 @@ from torch import nn
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.record.locations import Site, StackEntry
 from gradcheck_l2c.record.scope import Clock
-from gradcheck_l2c.record.torch_internals import functions_off, stack_length
+from gradcheck_l2c.record.torch_internals import functions_off, run_first, stack_length
 
 
 class Owner(NamedTuple):
@@ -277,6 +277,7 @@ class WatchRegistry:
         if watched.hook is None:
             watched.born = self.clock.backwards
             watched.hook = tensor.register_post_accumulate_grad_hook(arrival_hook(self.arrived, watched.key))
+            run_first(tensor, watched.hook)  # before a user's hook that steps and clears .grad (set up earlier)
 
     def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
         """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is

@@ -8,6 +8,7 @@ from typing import Any, Callable, NamedTuple
 import torch
 
 from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.arrivals import Arrivals
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
@@ -55,6 +56,7 @@ class BackwardLog:
         self.registry, self.taints, self.events, self.optimizers = registry, taints, events, optimizers
         self.cuts, self.unregistered, self.terms, self.clock = cuts, unregistered, terms, clock
         self._discover = discover
+        self.arrivals = Arrivals(registry, taints, optimizers)
         self.events_at_backward = 0  # events recorded before the last backward ended
         self.missed: dict[int, dict[Chain, int]] = {}  # watched key -> the cut chains backward missed it by
         self.cut_off: set[int] = set()  # the keys the latest backward missed through a cut
@@ -98,20 +100,7 @@ class BackwardLog:
             for key in self._note_consumers(roots, inputs, derived) - reached:
                 if not registry.all[key].ever_grad:
                     registry.all[key].got_grad = False
-        for key in reached:
-            watched = registry.all[key]
-            watched.got_grad = True
-            watched.last_reached = backwards
-            if not watched.ever_grad:
-                watched.ever_grad, watched.first_reached = True, backwards
-                if not optimizers.holding(key) and not watched.grad_used:
-                    self.taints.settle(key)  # else once a step finds its gradient
-                optimizers.first_gradient(watched)
-            if watched.zero_checks < 2 and not watched.nonzero_grad:
-                tensor = watched.tensor
-                if tensor is not None and tensor.grad is not None:
-                    watched.zero_checks += 1
-                    watched.nonzero_grad = nonzero(tensor.grad)
+        self.arrivals.reached(reached, backwards)
         if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
             Reachability.remember(roots[0], frozenset(reached))
         if backwards <= 3 or backwards % 50 == 0:

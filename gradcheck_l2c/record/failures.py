@@ -157,6 +157,7 @@ class FailureRecorder:
         self.backwards.dead_ends.append(taint)
         resolve_names(self.registry)
         cut: dict[tuple, list[str]] = {}
+        self.backwards.arrivals.unsteady()  # the next backward that reaches them marks them again
         for key, chain in taint.chains.items():
             watched = self.registry.all[key]
             watched.got_grad = False

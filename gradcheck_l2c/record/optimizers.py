@@ -212,7 +212,7 @@ class OptimizerLog:
         if not params:
             return
         watched = [w for w in map(self.registry.get, params) if w is not None]
-        if not any(w.last_reached > since for w in watched) and clock.assigned == since_assigned:
+        if not any(self.registry.last_reached(w) > since for w in watched) and clock.assigned == since_assigned:
             return  # they never got gradients: that is told per tensor, not as erased ones
         key = self.registry.key_of(params[0])
         cleared = self._cleared.get(id(optimizer))

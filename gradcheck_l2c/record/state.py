@@ -122,6 +122,7 @@ class TraceState:
         """The last look at live objects before judging: names, the lines that assigned the parameters of
         modules built before the trace, and the tensors modules hold unregistered."""
         resolve_names(self.registry)
+        self.backwards.arrivals.write_back()
         for watched in self.registry.all:
             if watched.site is None and watched.owner is not None and not watched.ever_grad:
                 module = watched.owner.module()

@@ -152,6 +152,7 @@ class WatchRegistry:
         self.by_id: dict[int, Watched] = {}  # the live ones
         self.all: list[Watched] = []
         self.died: list[int] = []  # keys whose tensor died since names were last resolved (`unsettled`)
+        self.reached_at: dict[int, int] = {}  # key -> the last backward that reached it, while its field lags (`arrivals`)
         self._shared: dict[Any, Any] = {}  # `shared`
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
         # Parameters made during the trace: their line, how many optimizers had been built then, and (once
@@ -171,6 +172,10 @@ class WatchRegistry:
         if watched is not None and watched.ref() is tensor:
             return watched.key
         return None
+
+    def last_reached(self, watched: Watched) -> int:
+        """The backward (1-based) that last gave ``watched`` a gradient; 0 if none did."""
+        return max(watched.last_reached, self.reached_at.get(watched.key, 0))
 
     def get(self, tensor: Any) -> Watched | None:
         watched = self.by_id.get(id(tensor))

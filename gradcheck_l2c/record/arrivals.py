@@ -1,0 +1,65 @@
+"""What a backward's gradients change for each watched tensor they reached: its first gradient, the zero checks,
+the backward that last reached it.
+
+A tensor the previous backward reached too, whose first gradient and zero checks are behind it, has only that
+number to change: such tensors are noted in one bulk update, so a training step pays a set operation for its
+parameters, not a loop over them. Their ``Watched.last_reached`` lags meanwhile (``WatchRegistry.last_reached``
+reads the current value), and `write_back` brings the fields up to date before the judge reads them.
+"""
+from __future__ import annotations
+
+from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero
+from gradcheck_l2c.record.taint import TaintStore
+from gradcheck_l2c.record.watch import WatchRegistry
+
+
+class Arrivals:
+    """Notes, per backward, the watched tensors it gave a gradient."""
+
+    def __init__(self, registry: WatchRegistry, taints: TaintStore, optimizers: OptimizerLog) -> None:
+        self.registry, self.taints, self.optimizers = registry, taints, optimizers
+        self._steady: set[int] = set()  # reached by the last backward, with nothing but the number left to note
+
+    def reached(self, keys: set[int], backwards: int) -> None:
+        """Backward number ``backwards`` gave the tensors ``keys`` their gradient."""
+        steady = keys & self._steady if self._steady else set()
+        if steady:
+            self.registry.reached_at.update(dict.fromkeys(steady, backwards))
+        if not steady:
+            rest = keys
+        elif len(steady) < len(keys):
+            rest = [key for key in keys if key not in steady]  # in the set's own order: events keep theirs
+        else:
+            rest = ()
+        registry, optimizers = self.registry, self.optimizers
+        for key in rest:
+            watched = registry.all[key]
+            watched.got_grad = True
+            watched.last_reached = backwards
+            if not watched.ever_grad:
+                watched.ever_grad, watched.first_reached = True, backwards
+                if not optimizers.holding(key) and not watched.grad_used:
+                    self.taints.settle(key)  # else once a step finds its gradient
+                optimizers.first_gradient(watched)
+            if watched.zero_checks < 2 and not watched.nonzero_grad:
+                tensor = watched.tensor
+                if tensor is not None and tensor.grad is not None:
+                    watched.zero_checks += 1
+                    watched.nonzero_grad = nonzero(tensor.grad)
+            if watched.nonzero_grad or watched.zero_checks >= 2:
+                steady.add(key)
+        self._steady = steady
+
+    def unsteady(self) -> None:
+        """Some watched tensors were marked as without gradient: the next backward that reaches them notes them
+        one by one again."""
+        self._steady = set()
+
+    def write_back(self) -> None:
+        """Bring every ``Watched.last_reached`` up to date (before the judge reads them)."""
+        registry = self.registry
+        for key, backwards in registry.reached_at.items():
+            watched = registry.all[key]
+            if backwards > watched.last_reached:
+                watched.last_reached = backwards
+        registry.reached_at.clear()

@@ -15,7 +15,8 @@ from typing import Any, Callable
 from torch import nn
 from torch.nn.modules import module as module_hooks
 
-from gradcheck_l2c.record.locations import Site, forward_site, user_site
+from gradcheck_l2c.record.locations import Site, user_site
+from gradcheck_l2c.record.source_sites import forward_site
 
 #: The starts of DDP's errors about parameters that got no gradient in an iteration.
 UNUSED_ERRORS = ("Expected to have finished reduction in the prior iteration",

@@ -5,15 +5,11 @@ never at ``torch/nn/modules/module.py``.
 """
 from __future__ import annotations
 
-import ast
-import functools
-import inspect
 import linecache
 import os
 import re
 import sys
 import sysconfig
-import textwrap
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
@@ -43,6 +39,8 @@ _claimed: list[str] = []  # folders of traced scripts that lie among installed p
 _DISTRIBUTED_DIRS = tuple(_directory(os.path.join(os.path.dirname(torch.__file__), *parts))
                           for parts in (("distributed",), ("nn", "parallel")))
 _distributed: dict[str, bool] = {}
+#: Caches of answers that rest on `frame_kind` (`source_sites.forward_site`), cleared when it changes its mind.
+KIND_CACHES: list[Any] = []
 
 
 def frame_kind(filename: str) -> int:
@@ -74,7 +72,8 @@ def claim_user_code(folder: str) -> None:
     if any(part in directory for part in _INSTALLED) and directory not in _claimed:
         _claimed.append(directory)
         _kinds.clear()
-        forward_site.cache_clear()
+        for cache in KIND_CACHES:
+            cache.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -202,6 +201,15 @@ def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
     return tuple(found)
 
 
+def user_stack_sites(depth: int = 1) -> tuple[Site | None, tuple[Site, ...]]:
+    """The innermost user line above the caller, as `user_site` tells it, and the line of every user frame above
+    it, innermost first: one walk of the stack for both (a backward reads them at every step)."""
+    sites = tuple(site for _, _, site in user_stack(depth + 1))
+    if _compiled_graphs or not sites:
+        return user_site(depth + 1), sites
+    return sites[0], sites
+
+
 _positions: dict[CodeType, list[tuple[int | None, int | None, int | None, int | None]]] = {}
 
 
@@ -301,92 +309,6 @@ def in_distributed(depth: int = 1) -> bool:
             return True
         frame = frame.f_back
     return False
-
-
-def module_site(module: Any) -> Site | None:
-    """Where a module's class is defined: the fallback location for its parameters."""
-    try:
-        file = inspect.getsourcefile(type(module))
-        _, line = inspect.getsourcelines(type(module))
-    except (OSError, TypeError):
-        return None
-    return Site(os.path.abspath(file), line) if file else None
-
-
-@functools.lru_cache(maxsize=256)
-def forward_site(cls: type, user_only: bool = True) -> Site | None:
-    """Where a module class defines ``forward``: only for classes of user code (their parameters are judged
-    by it), or, not ``user_only``, wherever it is (DDP's report names torch's own modules as well)."""
-    if user_only:
-        code = getattr(getattr(cls, "forward", None), "__code__", None)
-        if code is None or frame_kind(code.co_filename) != USER:
-            return None
-        return Site(os.path.abspath(code.co_filename), code.co_firstlineno)
-    try:
-        function = inspect.unwrap(cls.forward)
-        file = inspect.getsourcefile(function)
-        line = inspect.getsourcelines(function)[1]
-    except (OSError, TypeError):
-        return None
-    return Site(os.path.abspath(file), line) if file else None
-
-
-def attribute_site(module: nn.Module, path: str) -> Site | None:
-    """Where user code assigned the attribute at ``path`` (``"proj.weight"``) below ``module``: the
-    ``self.proj = ...`` line in the ``__init__`` (or another method) of the deepest class of user code on
-    the way. For modules built before the trace, whose registration the trace did not see."""
-    holder: Any = module
-    found = None
-    for part in path.split("."):
-        if not isinstance(holder, nn.Module):
-            break
-        site = _assignment_in_class(type(holder), part)
-        if site is not None:
-            found = site
-        holder = getattr(holder, part, None)
-    return found
-
-
-_assignments: dict[type, dict[str, Site]] = {}
-
-
-def _assignment_in_class(cls: type, attr: str) -> Site | None:
-    """The first ``self.<attr> = ...`` in the source of ``cls`` or of a user-code base class,
-    ``__init__`` first; read once per class."""
-    for klass in cls.__mro__:
-        if klass is nn.Module or klass is object:
-            break
-        table = _assignments.get(klass)
-        if table is None:
-            table = _assignments[klass] = _self_assignments(klass)
-        if attr in table:
-            return table[attr]
-    return None
-
-
-def _self_assignments(cls: type) -> dict[str, Site]:
-    """``attribute -> line`` of the ``self.<attribute> = ...`` statements in the methods ``cls`` defines
-    in user code (read through their code objects: the class's module need not be importable)."""
-    methods = [f for f in vars(cls).values() if inspect.isfunction(f)
-               and frame_kind(f.__code__.co_filename) == USER]
-    methods.sort(key=lambda f: f.__name__ != "__init__")
-    table: dict[str, Site] = {}
-    for method in methods:
-        try:
-            lines, first = inspect.getsourcelines(method)
-            tree = ast.parse(textwrap.dedent("".join(lines)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        file = os.path.abspath(method.__code__.co_filename)
-        arguments = method.__code__.co_varnames[:1]  # the name `self` goes by
-        for node in ast.walk(tree):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, ast.AnnAssign) else []
-            for target in targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id in arguments:
-                    table.setdefault(target.attr, Site(file, first + target.lineno - 1))
-    return table
 
 
 def inside_forward(frame) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.locations import forward_site
+from gradcheck_l2c.record.source_sites import forward_site
 from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record.graph import grad_fn_of
-from gradcheck_l2c.record.locations import Site, StackEntry, user_frame, user_site, user_stack
+from gradcheck_l2c.record.locations import Site, StackEntry, user_frame, user_stack, user_stack_sites
 from gradcheck_l2c.record.torch_internals import sequence_nr
 
 Tensor = torch.Tensor
@@ -83,7 +83,7 @@ class Origins:
         newest = [n for n in (sequence_nr(node) for node in _nodes(roots)) if n is not None]
         if not newest:
             return None
-        return max(newest), user_site(1), tuple(site for _, _, site in user_stack(1))
+        return (max(newest), *user_stack_sites(1))
 
     def backward_ran(self, freeing: Freeing | None) -> None:
         """That backward returned: the first one ends the recording; one that did not keep its graph freed every

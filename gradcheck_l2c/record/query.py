@@ -29,11 +29,11 @@ from gradcheck_l2c.record.facts import (
     Watched,
     WatchSpec,
 )
-from gradcheck_l2c.record.locations import module_site
 from gradcheck_l2c.record.gradstats import GradSeries, GradStats
 from gradcheck_l2c.record.nonfinite import NanWatch, NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.scope import Clock, Scope
+from gradcheck_l2c.record.source_sites import module_site
 from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.terms import TakenGradient, TermLog
 from gradcheck_l2c.record.gradient_use import UnreadBackward

@@ -21,7 +21,7 @@ from gradcheck_l2c.record.discovery import discover
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.failures import FailureRecorder
 from gradcheck_l2c.record.gradstats import GradStats
-from gradcheck_l2c.record.locations import Site, attribute_site
+from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.nonfinite import NanWatch
 from gradcheck_l2c.record.optimizers import OptimizerLog
@@ -29,6 +29,7 @@ from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.query import TraceRecord
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock, Scope
+from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.terms import TermLog
 from gradcheck_l2c.record.updates import UpdateLog

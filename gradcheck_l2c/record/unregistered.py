@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 from gradcheck_l2c.record import graph
-from gradcheck_l2c.record.locations import USER, Site, frame_kind, module_site
+from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.source_sites import module_site
 from gradcheck_l2c.record.torch_internals import version
 from gradcheck_l2c.record.watch import WatchRegistry
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.locations import attribute_site
+from gradcheck_l2c.record.source_sites import attribute_site
 
 
 class Block(nn.Module):

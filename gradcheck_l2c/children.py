@@ -167,8 +167,10 @@ class _ChildResult:
             if self.ending:  # being judged and written (perhaps by this handler, interrupted): die after that
                 self.terminated = True
                 return
-            self.write()
-            _die_of_sigterm()
+            try:
+                self.write()
+            finally:  # even if writing failed: an exception raised here would reach the code the signal interrupted,
+                _die_of_sigterm()  # and a Pool's worker loop catches those and waits for tasks that never come
 
         signal.signal(signal.SIGTERM, handle)
         try:

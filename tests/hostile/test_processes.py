@@ -119,6 +119,48 @@ def test_a_worker_terminated_while_its_trace_is_set_up_reports_that_nothing_ran(
     assert lost == []
 
 
+class Unjudgeable:
+    """A child's trace whose judging fails."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return None
+
+    @property
+    def findings(self):
+        raise RuntimeError("judging failed")
+
+
+def patient(ready):
+    """A worker loop that survives whatever its tasks raise (as a Pool's does)."""
+    ready.set()
+    while True:
+        try:
+            time.sleep(0.01)
+        except Exception:
+            pass
+
+
+@needs_fork
+def test_a_child_whose_report_fails_on_sigterm_still_dies_of_it(untouched):
+    """An exception from writing the report must not reach the code SIGTERM interrupted: a Pool's worker loop
+    would catch it and wait for tasks forever, and the pool's ``terminate()`` with it."""
+    context = multiprocessing.get_context("fork")
+    ready = context.Event()
+    children = ChildProcesses(Unjudgeable, active_trace, lambda site, why: None)
+    process = context.Process(target=patient, args=(ready,), daemon=True)
+    children.start(process, None, process.start)
+    assert ready.wait(timeout=60)
+    process.terminate()
+    process.join(timeout=30)
+    if process.exitcode is None:
+        process.kill()
+    children.finish()
+    assert process.exitcode == -signal.SIGTERM
+
+
 @needs_fork
 def test_a_process_that_cannot_be_traced_is_reported_with_the_reason(untouched):
     with trace() as t:

@@ -137,7 +137,8 @@ class ModuleBypass:
         entry = self._layers.get(ident)
         if entry is None:
             below = layers_under(module)
-            tables = None if below is None else tuple(table for layer in (module, *below) for table in hook_tables(layer))
+            tables = None if below is None else tuple(
+                table for layer in (module, *below) for table in hook_tables(layer))
             entry = self._layers[ident] = (_reference(self._layers, ident, module), tables)
         tables = entry[1]
         return tables is not None and not any(tables)

@@ -152,7 +152,8 @@ class WatchRegistry:
         self.by_id: dict[int, Watched] = {}  # the live ones
         self.all: list[Watched] = []
         self.died: list[int] = []  # keys whose tensor died since names were last resolved (`unsettled`)
-        self.reached_at: dict[int, int] = {}  # key -> the last backward that reached it, while its field lags (`arrivals`)
+        # key -> the backward that last reached it, while `Watched.last_reached` lags (`arrivals.Arrivals`)
+        self.reached_at: dict[int, int] = {}
         self._shared: dict[Any, Any] = {}  # `shared`
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
         # Parameters made during the trace: their line, how many optimizers had been built then, and (once

@@ -7,7 +7,9 @@ view, inference) and in the same training mode, went through the interceptor wit
 code on alike inputs has nothing new to show. That is most of an op-bound network's tracing cost (each op
 through a torch-function mode pays a Python call). Anything that could make the record differ keeps the mode on:
 gradients off, values with a taint alive, the tool's per-op duties (``--nan``, drawing, snapshots, penalties
-waiting for a loss, plain tensors on modules), a user's leaf among the inputs.
+waiting for a loss, plain tensors on modules), a user's leaf among the inputs. The layers under one that runs past
+the mode are called straight to their ``forward`` when ``nn.Module.__call__`` would go there too (no hooks, no
+compiled layer, no TorchScript trace): the tool's own wrapper then stands in for torch's two dispatch frames.
 """
 from __future__ import annotations
 
@@ -21,13 +23,16 @@ from torch import nn
 
 from gradcheck_l2c.record.locations import USER, frame_kind
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import (compiling_check, global_forward_hooks, hook_tables,
-                                                  innermost_mode_is, is_view, pop_mode, push_mode)
+from gradcheck_l2c.record.torch_internals import (calls_go_to_forward, compiled, compiling_check, global_forward_hooks,
+                                                  hook_tables, innermost_mode_is, is_view, pop_mode, push_mode)
 
 _is_grad_enabled = torch.is_grad_enabled
 _is_compiling = compiling_check()
 #: How many input signatures one module keeps as seen clean (a model fed many shapes keeps the mode for the rest).
 SIGNATURES_PER_MODULE = 16
+#: How the layers under one that runs past the mode are called: through ``nn.Module.__call__``, or (no hook, no
+#: compiled layer, no TorchScript trace: what ``__call__`` would find) straight to their ``forward``.
+THROUGH_CALL, STRAIGHT = 1, 2
 #: Torch's layers whose calls run user code or another process's: never passed.
 _NEVER = ("torch.nn.parallel", "torch.nn.utils.parametrize")
 _own_layer: dict[type, bool] = {}
@@ -115,10 +120,12 @@ class ModuleBypass:
         self.state, self.mode = state, mode
         self._clean: dict[int, tuple[weakref.ref, set[tuple]]] = {}  # module id -> input signatures seen clean
         self._dirty: dict[int, weakref.ref] = {}  # modules a call of which fired a handler: always through the mode
-        # module id -> (its reference, the hook tables of it and of the torch layers under it; None when it is not
-        # all torch's own code): a table is replaced only by an attribute assignment, which forgets this
-        self._layers: dict[int, tuple[weakref.ref, tuple[dict, ...] | None]] = {}
-        self.passing = False  # a torch layer runs past the mode now: the calls under it need no look
+        # module id -> (its reference, the hook tables of it and of the torch layers under it, None when it is not
+        # all torch's own code; whether none of them is compiled): a table is replaced, and a layer compiled, only
+        # by an attribute assignment, which forgets this
+        self._layers: dict[int, tuple[weakref.ref, tuple[dict, ...] | None, bool]] = {}
+        # 0, or how the calls under the torch layer that runs past the mode now are made (they need no look)
+        self.passing = 0
 
     def changed(self) -> None:
         """A torch layer got an attribute or a module a submodule: what was learnt may no longer hold."""
@@ -139,9 +146,15 @@ class ModuleBypass:
             below = layers_under(module)
             tables = None if below is None else tuple(
                 table for layer in (module, *below) for table in hook_tables(layer))
-            entry = self._layers[ident] = (_reference(self._layers, ident, module), tables)
+            uncompiled = below is not None and not any(map(compiled, (module, *below)))
+            entry = self._layers[ident] = (_reference(self._layers, ident, module), tables, uncompiled)
         tables = entry[1]
         return tables is not None and not any(tables)
+
+    def straight(self, module: nn.Module) -> bool:
+        """Whether the layers of ``module`` (learnt by `torch_only`, without hooks) may be called straight to their
+        ``forward`` now: none is compiled, and ``nn.Module.__call__`` would go straight there too."""
+        return self._layers[id(module)][2] and calls_go_to_forward()
 
     def passable(self) -> bool:
         """Nothing in the trace's state asks to see every op now (gradients on, no taint alive, the first
@@ -157,8 +170,9 @@ class ModuleBypass:
         scope, user_leaves = self.state.scope, self.state.registry.user_leaves
 
         def calling_module(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
-            if bypass.passing:  # a layer under one that runs past the mode: done at once
-                return call(self, *args, **kwargs)
+            passing = bypass.passing
+            if passing:  # a layer under one that runs past the mode: done at once
+                return self.forward(*args, **kwargs) if passing == STRAIGHT else call(self, *args, **kwargs)
             ident = id(self)
             if (not innermost_mode_is(mode) or _is_compiling() or ident in dirty
                     or not _is_grad_enabled() or scope.quiet or not bypass.torch_only(self)):
@@ -168,11 +182,11 @@ class ModuleBypass:
                 key = signature(args, kwargs, user_leaves, self.training)
                 entry = clean.get(ident)
                 if key is not None and entry is not None and key in entry[1] and bypass.passable():
-                    bypass.passing = True
+                    passing = bypass.passing = STRAIGHT if bypass.straight(self) else THROUGH_CALL
                     try:
-                        return call(self, *args, **kwargs)
+                        return self.forward(*args, **kwargs) if passing == STRAIGHT else call(self, *args, **kwargs)
                     finally:
-                        bypass.passing = False
+                        bypass.passing = 0
             finally:
                 push_mode(mode)
             if key is None:

@@ -27,6 +27,11 @@ PRIVATE_NAMES: dict[str, str] = {
     "torch.nn.modules.module._global_forward_hooks": "a global forward hook runs code of its own inside every "
                                                      "module call: torch's layers then keep the tracer's mode",
     "torch.nn.modules.module._global_forward_pre_hooks": "the same for global forward pre-hooks",
+    "torch.nn.modules.module._global_backward_hooks": "a global backward hook makes every module call wrap its "
+                                                      "results: torch's layers under one that runs past the mode "
+                                                      "are then called through nn.Module.__call__",
+    "torch.nn.modules.module._global_backward_pre_hooks": "the same for global backward pre-hooks",
+    "torch._C._get_tracing_state": "a TorchScript trace running makes every module call record a scope: likewise",
     "torch._C._set_grad_enabled": "--nan's check after every op turns gradients off in one call, without "
                                   "building a context manager",
     "torch._foreach_norm": "--grad-stats takes the norms of every gradient and weight in one call per backward",
@@ -55,6 +60,8 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_load_from_state_dict": "on the stack: a copy_ is a load_state_dict() write",
     "_apply": "on the stack: .to()/.half() writes results back into the same parameters",
     "_call_impl": "on the stack: a module's forward is running",
+    "_compiled_call_impl": "module.compile()'s compiled call, which nn.Module.__call__ runs instead of forward: "
+                           "torch's layers under one that runs past the mode are called straight only without it",
     "_forward_hooks": "a module's own forward hooks: code that runs inside its call",
     "_forward_pre_hooks": "a module's own forward pre-hooks, likewise",
     "_backward_hooks": "a module's own backward hooks, likewise",
@@ -109,6 +116,20 @@ def global_forward_hooks() -> bool:
     """Whether any global forward hook or pre-hook is registered (``register_module_forward_hook``)."""
     hooks = torch.nn.modules.module
     return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
+
+
+def calls_go_to_forward() -> bool:
+    """Whether ``nn.Module.__call__`` now goes straight to ``forward`` for an uncompiled module without hooks of
+    its own: no global module hook (forward or backward) and no TorchScript trace running (torch's ``_call_impl``
+    tests exactly these)."""
+    hooks = torch.nn.modules.module
+    return not (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
+                or hooks._global_backward_pre_hooks or torch._C._get_tracing_state())
+
+
+def compiled(module: torch.nn.Module) -> bool:
+    """Whether ``module.compile()`` gave the module a compiled call (set by assignment: `Module.__setattr__`)."""
+    return module._compiled_call_impl is not None
 
 
 def run_first(tensor: torch.Tensor, handle: Any) -> None:

@@ -5,6 +5,7 @@ off, a new kind of input, a layer that writes in place)."""
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import nullcontext
 
 import pytest
 import torch
@@ -167,3 +168,56 @@ def test_switching_train_and_eval_every_step_keeps_what_was_learnt(seen) -> None
     with trace():
         train(model, 5, seen, validate)
     assert all(step["linear"] == 0 and step["dropout"] == 0 for step in seen[3:])
+
+
+def passing_with(change) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The weights of a model trained untraced and traced, ``change(model, step)`` applied before each step."""
+    def trained(traced: bool) -> list[torch.Tensor]:
+        model = mlp()
+        with trace() if traced else nullcontext():
+            return train(model, 6, before_step=lambda step: change(model, step))
+
+    return trained(False), trained(True)
+
+
+def test_a_layer_compiled_under_a_passing_one_runs_compiled() -> None:
+    """Past the mode, the layers of a learnt model are called straight to ``forward`` only where
+    ``nn.Module.__call__`` would go there too: not a layer that ``compile()`` gave a compiled call."""
+    compiled: list[int] = []
+
+    def backend(graph, example_inputs):
+        def run(*args):
+            compiled.append(len(args))
+            return graph.forward(*args)
+        return run
+
+    def compile_gelu(model: nn.Module, step: int) -> None:
+        if step == 3:
+            model[2].compile(backend=backend)
+
+    expected, weights = passing_with(compile_gelu)
+    assert len(compiled) == 6  # at each of the last three steps, untraced and traced
+    assert all(torch.equal(a, b) for a, b in zip(weights, expected))
+
+
+def test_a_global_backward_hook_sees_the_layers_under_a_passing_one() -> None:
+    """A global backward hook registered after the model was learnt sees every layer's gradients, as untraced."""
+    noted: list[list[str]] = [[], []]
+
+    def hook_later(model: nn.Module, step: int) -> None:
+        if step == 0:  # the untraced run's hook goes before the traced run starts
+            while hooks:
+                hooks.pop().remove()
+        if step == 3:
+            run = noted[0] if not noted[0] else noted[1]
+            hooks.append(nn.modules.module.register_module_full_backward_hook(
+                lambda module, grad_input, grad_output: run.append(type(module).__name__)))
+
+    hooks: list = []
+    try:
+        expected, weights = passing_with(hook_later)
+    finally:
+        for handle in hooks:
+            handle.remove()
+    assert noted[1] == noted[0] and noted[0].count("Linear") == 6  # two layers, three steps
+    assert all(torch.equal(a, b) for a, b in zip(weights, expected))

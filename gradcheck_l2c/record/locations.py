@@ -242,9 +242,12 @@ def called_by_user_past_torch(depth: int = 1) -> bool:
     installed library's): who called the torch API that is running now."""
     frame: FrameType | None = sys._getframe(depth + 1)
     torch_dir = _LIBRARY_DIRS[0]
+    kinds = _kinds
     while frame is not None:
         filename = frame.f_code.co_filename
-        kind = frame_kind(filename)
+        kind = kinds.get(filename)
+        if kind is None:
+            kind = frame_kind(filename)
         if kind == USER:
             return True
         if kind == LIBRARY and not os.path.normcase(os.path.realpath(filename)).startswith(torch_dir):
@@ -260,12 +263,16 @@ def library_callers(depth: int = 1) -> tuple[str, ...]:
     """
     frame: FrameType | None = sys._getframe(depth + 1)
     names = []
+    kinds = _kinds
     while frame is not None:
-        kind = frame_kind(frame.f_code.co_filename)
+        code = frame.f_code
+        kind = kinds.get(code.co_filename)
+        if kind is None:
+            kind = frame_kind(code.co_filename)
         if kind == USER:
             break
         if kind == LIBRARY:
-            names.append(frame.f_code.co_name)
+            names.append(code.co_name)
         frame = frame.f_back
     return tuple(names)
 
@@ -282,9 +289,12 @@ OPTIMIZERS = (f"{os.sep}torch{os.sep}optim{os.sep}",)
 def called_from(files: tuple[str, ...], depth: int = 1) -> bool:
     """Whether library code from one of ``files`` is on the stack between the caller and user code."""
     frame: FrameType | None = sys._getframe(depth + 1)
+    kinds = _kinds
     while frame is not None:
         filename = frame.f_code.co_filename
-        kind = frame_kind(filename)
+        kind = kinds.get(filename)
+        if kind is None:
+            kind = frame_kind(filename)
         if kind == USER:
             return False
         if kind == LIBRARY and any(part in filename for part in files):

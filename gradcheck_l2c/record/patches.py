@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import warnings
 from multiprocessing.process import BaseProcess
 from typing import Any, Callable
@@ -91,8 +92,9 @@ class Patches:
         variable = wrappers.variable(self.state, torch.autograd.variable.Variable)
         self._replace(torch.autograd, "Variable", variable)
         self._replace(torch.autograd.variable, "Variable", variable)
-        self._replace(torch.autograd.Function, "apply",
-                      classmethod(wrappers.function_apply(self.state, torch.autograd.Function.__dict__["apply"])))
+        apply = wrappers.function_apply(self.state, torch.autograd.Function.__dict__["apply"])
+        self._replace(torch.autograd.Function, "apply", classmethod(apply))
+        self._keep_dynamo_out(apply)
         self._replace_attribute(warnings, "showwarning", wrappers.user_located(warnings.showwarning))
         self._replace(BaseProcess, "start", wrappers.process_start(self.state.scope, BaseProcess.start))
         if torch.distributed.is_available():
@@ -108,6 +110,27 @@ class Patches:
         while self._undo:
             self._undo[-1]()
             self._undo.pop()
+
+    def _keep_dynamo_out(self, apply: Callable[..., Any]) -> None:
+        """dynamo compiles the Python frames a compiled call reaches after a graph break (a module's backward hooks
+        call ``BackwardHookFunction.apply``), and fails inside the stand-in for ``Function.apply``, where torch's own
+        apply is C code it never sees as a frame. Once dynamo is loaded (now, or by the first ``torch.compile`` of
+        the trace: it loads dynamo, which costs a second), the stand-in runs with dynamo off, as torch's own does."""
+        def shield() -> None:
+            torch.autograd.Function.apply = classmethod(torch.compiler.disable(apply))
+
+        if "torch._dynamo" in sys.modules:
+            shield()
+            return
+        compile_ = torch.compile
+
+        @functools.wraps(compile_)
+        def compile_shielding(*args: Any, **kwargs: Any) -> Any:
+            if torch.autograd.Function.__dict__["apply"].__func__ is apply:
+                shield()
+            return compile_(*args, **kwargs)
+
+        self._replace(torch, "compile", compile_shielding)
 
     def _replace(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.name``; the undo is registered first, so an interrupted replace is undone too."""

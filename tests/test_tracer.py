@@ -195,6 +195,24 @@ copy = torch.tensor(a * 2)  # <- warns
     assert shown == [(str(script.path), script.line("warns"))]
 
 
+def test_a_warning_torch_raises_in_a_backward_points_at_the_user_line_as_untraced(snippet):
+    """torch names the caller of ``backward()`` by a fixed ``stacklevel``, which the trace's frames in between
+    (the engine's stand-in, the mode's dispatch) would make fall on torch's own code."""
+    script = snippet("""
+import torch
+from torch import nn
+layer = nn.Linear(3, 1)
+layer.register_full_backward_hook(lambda module, grad_input, grad_output: None)
+layer(torch.randn(2, 3)).sum().backward()  # <- warns
+""")
+    shown = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda message, category, filename, lineno, *rest: shown.append((filename, lineno))
+        script.run()
+    assert shown == [(str(script.path), script.line("warns"))]
+
+
 @pytest.mark.parametrize(("pattern", "expected"), [
     ("weight", ["Net.fc1.weight", "Net.fc2.0.weight"]),
     ("fc2", ["Net.fc2.0.bias", "Net.fc2.0.weight"]),

@@ -115,9 +115,10 @@ class Patches:
         """dynamo compiles the Python frames a compiled call reaches after a graph break (a module's backward hooks
         call ``BackwardHookFunction.apply``), and fails inside the stand-in for ``Function.apply``, where torch's own
         apply is C code it never sees as a frame. Once dynamo is loaded (now, or by the first ``torch.compile`` of
-        the trace: it loads dynamo, which costs a second), the stand-in runs with dynamo off, as torch's own does."""
+        the trace: it loads dynamo, which costs a second), dynamo leaves the stand-in's own frame alone, as it never
+        sees torch's; the Function's ``forward`` it calls is dynamo's to compile or not, as untraced."""
         def shield() -> None:
-            torch.autograd.Function.apply = classmethod(torch.compiler.disable(apply))
+            torch.autograd.Function.apply = classmethod(torch.compiler.disable(apply, recursive=False))
 
         if "torch._dynamo" in sys.modules:
             shield()

@@ -14,7 +14,6 @@ import torch
 from torch import nn
 
 from gradcheck_l2c.record.locations import (
-    OWN,
     USER,
     built_at,
     caller_is_user,
@@ -31,6 +30,7 @@ from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.unregistered import constructing_module
+from gradcheck_l2c.record.warning_sites import untraced_target
 
 
 def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -241,17 +241,15 @@ class CountingEngine:
 
 
 def user_located(show: Callable[..., Any]) -> Callable[..., Any]:
-    """``warnings.showwarning`` that puts a torch warning raised under the interceptor at the user's line.
-
-    Warnings from C++ name the innermost Python frame, which during a trace is the interceptor's.
-    """
+    """``warnings.showwarning`` that shows a warning where it would point untraced (`warning_sites`): warnings from
+    C++ name the innermost Python frame, the interceptor's during a trace, and a torch warning's fixed
+    ``stacklevel`` falls short of the user's line by the frames the trace put in between."""
 
     def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
                     line: str | None = None) -> None:
-        if frame_kind(filename) == OWN:
-            site = user_site(1)
-            if site is not None:
-                filename, lineno, line = site.file, site.line, None
+        target = untraced_target(filename, lineno)
+        if target is not None:
+            (filename, lineno), line = target, None
         show(message, category, filename, lineno, file, line)
 
     return showwarning

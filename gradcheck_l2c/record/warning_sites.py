@@ -67,4 +67,3 @@ def _without_trace_frames(stack: list[FrameType]) -> list[FrameType]:
             continue
         kept.append(frame)
     return kept
-

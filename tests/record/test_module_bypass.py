@@ -170,10 +170,15 @@ def test_switching_train_and_eval_every_step_keeps_what_was_learnt(seen) -> None
     assert all(step["linear"] == 0 and step["dropout"] == 0 for step in seen[3:])
 
 
+#: Whether `passing_with` runs its traced training now (its untraced one comes first).
+TRACED_RUN = [False]
+
+
 def passing_with(change) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """The weights of a model trained untraced and traced, ``change(model, step)`` applied before each step."""
     def trained(traced: bool) -> list[torch.Tensor]:
         model = mlp()
+        TRACED_RUN[0] = traced
         with trace() if traced else nullcontext():
             return train(model, 6, before_step=lambda step: change(model, step))
 
@@ -183,20 +188,22 @@ def passing_with(change) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
 def test_a_layer_compiled_under_a_passing_one_runs_compiled() -> None:
     """Past the mode, the layers of a learnt model are called straight to ``forward`` only where
     ``nn.Module.__call__`` would go there too: not a layer that ``compile()`` gave a compiled call."""
-    compiled: list[int] = []
+    graph_runs: list[bool] = []
 
-    def backend(graph, example_inputs):
+    def counting_backend(graph, example_inputs):
         def run(*args):
-            compiled.append(len(args))
+            graph_runs.append(TRACED_RUN[0])
             return graph.forward(*args)
         return run
 
     def compile_gelu(model: nn.Module, step: int) -> None:
         if step == 3:
-            model[2].compile(backend=backend)
+            model[2].compile(backend=counting_backend)
 
     expected, weights = passing_with(compile_gelu)
-    assert len(compiled) == 6  # at each of the last three steps, untraced and traced
+    if not any(traced is False for traced in graph_runs):
+        pytest.skip(f"dynamo leaves a torch layer's call uncompiled on torch {torch.__version__}")
+    assert graph_runs == [False] * 3 + [True] * 3  # at each of the last three steps, untraced and traced
     assert all(torch.equal(a, b) for a, b in zip(weights, expected))
 
 

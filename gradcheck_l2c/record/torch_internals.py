@@ -123,8 +123,8 @@ def calls_go_to_forward() -> bool:
     its own: no global module hook (forward or backward) and no TorchScript trace running (torch's ``_call_impl``
     tests exactly these)."""
     hooks = torch.nn.modules.module
-    return not (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
-                or hooks._global_backward_pre_hooks or torch._C._get_tracing_state())
+    return not (global_forward_hooks() or hooks._global_backward_hooks or hooks._global_backward_pre_hooks
+                or torch._C._get_tracing_state())
 
 
 def compiled(module: torch.nn.Module) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, user_site
+from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, user_site, user_stack_sites
 from gradcheck_l2c.record.state import TraceState
 
 Tensor = torch.Tensor
@@ -17,8 +17,12 @@ def on_backward(mode: Any, func, args, kwargs):
     roots = _backward_roots(func, args, kwargs)
     inputs = kwargs.get("inputs")
     state = mode.state
-    site = user_site(1)  # read before the engine's work evicts the interpreter's caches
-    out = _explained(state, func, args, kwargs, roots)
+    site, path = user_stack_sites(1)  # read before the engine's work evicts the interpreter's caches
+    state.origins.called_from = site, path  # the same walk tells the engine's stand-in where it is called
+    try:
+        out = _explained(state, func, args, kwargs, roots)
+    finally:
+        state.origins.called_from = None
     keys = None
     if inputs is not None:
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -58,7 +62,8 @@ def progress(mode: Any) -> None:
     callback = getattr(mode, "on_progress", None)
     if callback is not None:
         state = mode.state
-        missing = sum(1 for key in state.backwards.missed if not state.registry.all[key].ever_grad)
+        missed = state.backwards.missed
+        missing = sum(1 for key in missed if not state.registry.all[key].ever_grad) if missed else 0
         callback(state.clock.backwards, missing)
 
 

@@ -201,10 +201,33 @@ def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
     return tuple(found)
 
 
+#: The (id(code), instruction, line) of every user frame of a stack -> (those codes, kept so that their ids stay
+#: theirs; the Sites of those frames): a backward called from the same lines at every step finds them here.
+_stacks: dict[tuple[int, ...], tuple[tuple[CodeType, ...], tuple[Site, ...]]] = {}
+
+
 def user_stack_sites(depth: int = 1) -> tuple[Site | None, tuple[Site, ...]]:
     """The innermost user line above the caller, as `user_site` tells it, and the line of every user frame above
     it, innermost first: one walk of the stack for both (a backward reads them at every step)."""
-    sites = tuple(site for _, _, site in user_stack(depth + 1))
+    frame: FrameType | None = sys._getframe(depth + 1)
+    key: list[int] = []
+    kinds = _kinds
+    while frame is not None:
+        code = frame.f_code
+        filename = code.co_filename
+        kind = kinds.get(filename)
+        if kind is None:
+            kind = frame_kind(filename)
+        if kind == USER:
+            key += (id(code), frame.f_lasti, frame.f_lineno)
+        frame = frame.f_back
+    entry = _stacks.get(tuple(key))
+    if entry is None:
+        stack = user_stack(depth + 1)
+        if len(_stacks) >= 4096:
+            _stacks.clear()
+        entry = _stacks[tuple(key)] = (tuple(code for _, code, _ in stack), tuple(site for _, _, site in stack))
+    sites = entry[1]
     if _compiled_graphs or not sites:
         return user_site(depth + 1), sites
     return sites[0], sites

@@ -39,6 +39,8 @@ class Origins:
         self.freed_up_to: int | None = None  # sequence number of the newest root a backward freed
         self.freed_by: Site | None = None  # the user line of that backward
         self.freed_path: tuple[Site, ...] = ()  # the user lines that called it, innermost first
+        # (innermost user line, all of them) of the backward() about to run, told by its handler (one walk for both)
+        self.called_from: tuple[Site | None, tuple[Site, ...]] | None = None
 
     def made(self, out: Any) -> None:
         """An op in grad mode returned ``out`` (a tensor or a tuple of them): note its line on their nodes."""
@@ -78,12 +80,17 @@ class Origins:
     def backward_starts(self, roots: Any, keep_graph: bool) -> Freeing | None:
         """A backward of the traced thread is about to run: what it frees if it returns (read now, while the
         interpreter's caches are warm from the forward, not after the engine's work evicted them)."""
+        called_from, self.called_from = self.called_from, None
         if keep_graph:
             return None
-        newest = [n for n in (sequence_nr(node) for node in _nodes(roots)) if n is not None]
-        if not newest:
+        newest = -1
+        for node in _nodes(roots):
+            number = sequence_nr(node)
+            if number is not None and number > newest:
+                newest = number
+        if newest < 0:
             return None
-        return (max(newest), *user_stack_sites(1))
+        return (newest, *(called_from or user_stack_sites(1)))
 
     def backward_ran(self, freeing: Freeing | None) -> None:
         """That backward returned: the first one ends the recording; one that did not keep its graph freed every

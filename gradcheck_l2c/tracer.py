@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import inspect
 import os
 import sys
@@ -141,7 +142,7 @@ class Trace:
     def _judge(self) -> Any:
         from gradcheck_l2c.judge.run import judge
 
-        with functions_off():
+        with functions_off(), _collector_paused():
             self._state.finish()
             return judge(self._state.record(self._spec))
 
@@ -294,6 +295,20 @@ def _follow_children(tracer: Trace, scope: Any) -> Any:
                               scope.untraced_child)
     scope.follow_child = children.start
     return children
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Judging makes objects per watched tensor (tens of thousands where a fresh leaf is watched at every step),
+    and the garbage collector's full passes over the whole heap would double its time: it is paused meanwhile and
+    switched back on after, if it was on (the script's garbage is collected as before, a moment later)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _with_children(verdict: Any, children: list[Any]) -> Any:

@@ -38,14 +38,16 @@ class Arrivals:
             watched.last_reached = backwards
             if not watched.ever_grad:
                 watched.ever_grad, watched.first_reached = True, backwards
-                if not optimizers.holding(key) and not watched.grad_used:
+                if not (optimizers.live and optimizers.holding(key)) and not watched.grad_used:
                     self.taints.settle(key)  # else once a step finds its gradient
-                optimizers.first_gradient(watched)
+                if watched.is_parameter:
+                    optimizers.first_gradient(watched)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
-                tensor = watched.tensor
-                if tensor is not None and tensor.grad is not None:
+                tensor = watched.ref()
+                grad = tensor.grad if tensor is not None else None
+                if grad is not None:
                     watched.zero_checks += 1
-                    watched.nonzero_grad = nonzero(tensor.grad)
+                    watched.nonzero_grad = nonzero(grad)
             if watched.nonzero_grad or watched.zero_checks >= 2:
                 steady.add(key)
         self._steady = steady

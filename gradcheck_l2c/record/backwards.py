@@ -24,6 +24,7 @@ from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
 MAX_GRAPHS = 8
+_NONE: frozenset[int] = frozenset()  # no keys (a backward no step will read)
 
 
 @dataclass
@@ -86,13 +87,15 @@ class BackwardLog:
         optimizers = self.optimizers
         if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it
             self.terms.resolve(optimizers.stepped_since)
-        optimizers.stepped_since.clear()
-        self.terms.check(roots, reached)
+        if optimizers.stepped_since:
+            optimizers.stepped_since.clear()
+        if self.terms.unplaced or self.terms.marked:
+            self.terms.check(roots, reached)
         if reached and optimizers.live:
             optimizers.reached(reached)
             optimizers.updates.backward(reached)
         read = reached and optimizers.live and not returned  # autograd.grad fills no .grad for a step to read
-        optimizers.use.backward(site if read else None, reached if read else set())
+        optimizers.use.backward(site if read else None, reached if read else _NONE)
         backwards = self.clock.backwards
         if backwards == 1:
             registry.note_gone()
@@ -107,10 +110,13 @@ class BackwardLog:
             self._discover(frame)
             if backwards in (2, 3):
                 optimizers.unstepped_names(frame, reached)
+        self.cut_off = set()
+        taints = self.taints
+        if not taints.by_id:  # no live tensor carries a cut
+            return
         taint = None
         for root in roots:
-            taint = self.taints.merge(taint, self.taints.get(root))
-        self.cut_off = set()
+            taint = taints.merge(taint, taints.get(root))
         if taint is None:
             return
         missing: dict[int, list[Chain]] = {}

@@ -6,6 +6,7 @@ or after the line that created them (``train.py:12``).
 """
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from typing import Any
@@ -48,6 +49,9 @@ def resolve_names(registry: WatchRegistry) -> None:
             watched.name = names[0]
         elif not watched.name or watched.aliases == (watched.name,):
             watched.name = registry.shared(_fallback_name(watched))
+        if not (names or watched.variable) and watched.aliases in ((), (watched.name,)):
+            watched.aliases = registry.shared((watched.name,))  # a leaf known by its line alone (a fresh leaf per step)
+            continue
         variable = [watched.variable] if watched.variable else []
         watched.aliases = registry.shared(tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable])))
 
@@ -72,8 +76,14 @@ def _fallback_name(watched: Watched) -> str:
     if watched.variable:
         return watched.variable
     if watched.site is not None:
-        return f"{os.path.basename(watched.site.file)}:{watched.site.line}"
+        return _line_name(watched.site.file, watched.site.line)
     return f"tensor#{watched.key}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _line_name(file: str, line: int) -> str:
+    """``train.py:12``: made once per line (a loop's fresh leaves share it)."""
+    return f"{os.path.basename(file)}:{line}"
 
 
 def name_variables(registry: WatchRegistry, variables: dict[str, Any], limit: int = 64) -> None:

@@ -109,13 +109,15 @@ class TaintStore:
             self.settled.add(key)
             self._epoch += 1
             # forget what no longer matters, so the interceptor's fast path comes back sooner
-            for ident, (_, taint) in list(self.by_id.items()):
-                if not self.live(taint):
-                    del self.by_id[ident]
-            for ident, ref in list(self.numbers.items()):
-                number = ref()
-                if number is None or not self.live(number.taint):
-                    del self.numbers[ident]
+            if self.by_id:
+                for ident, (_, taint) in list(self.by_id.items()):
+                    if not self.live(taint):
+                        del self.by_id[ident]
+            if self.numbers:
+                for ident, ref in list(self.numbers.items()):
+                    number = ref()
+                    if number is None or not self.live(number.taint):
+                        del self.numbers[ident]
             for call in self.on_settle:
                 call(key)
 

@@ -7,10 +7,12 @@ without being listed in :data:`PRIVATE_NAMES` or :data:`PRIVATE_ATTRIBUTES`.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Callable
 
 import torch
 from torch.overrides import _get_current_function_mode_stack
+from torch.utils.hooks import RemovableHandle
 
 #: The private names read here, and why.
 PRIVATE_NAMES: dict[str, str] = {
@@ -132,16 +134,24 @@ def compiled(module: torch.nn.Module) -> bool:
     return module._compiled_call_impl is not None
 
 
-def run_first(tensor: torch.Tensor, handle: Any) -> None:
-    """Make the post-accumulate-grad hook ``handle`` was returned for the first of ``tensor``'s to run: autograd
-    runs them in the order of the dict underneath (not the OrderedDict's own), so the others are put back after
-    it, under the same ids (their handles still remove them)."""
+def hook_first(tensor: torch.Tensor, hook: Callable[[torch.Tensor], None]) -> RemovableHandle:
+    """Register a post-accumulate-grad hook on the leaf ``tensor`` to run before its others: autograd runs them in
+    the order of the dict underneath (not the OrderedDict's own), so the others are put back after it, under the
+    same ids (their handles still remove them). A leaf without hooks (a fresh one at every step) gets its dict
+    here, as ``Tensor.register_post_accumulate_grad_hook`` makes it, without that method's checks and import."""
+    if tensor._post_accumulate_grad_hooks is None:
+        hooks = tensor._post_accumulate_grad_hooks = OrderedDict()
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+    handle = tensor.register_post_accumulate_grad_hook(hook)
     hooks = tensor._post_accumulate_grad_hooks
-    if hooks is not None and len(hooks) > 1:
+    if len(hooks) > 1:
         others = [(ident, hook) for ident, hook in hooks.items() if ident != handle.id]
         for ident, _ in others:
             del hooks[ident]
         hooks.update(others)
+    return handle
 
 
 def is_view(tensor: torch.Tensor) -> bool:

@@ -17,7 +17,7 @@ from torch import nn
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.record.locations import Site, StackEntry
 from gradcheck_l2c.record.scope import Clock
-from gradcheck_l2c.record.torch_internals import functions_off, run_first, stack_length
+from gradcheck_l2c.record.torch_internals import functions_off, hook_first, stack_length
 
 
 class Owner(NamedTuple):
@@ -186,15 +186,15 @@ class WatchRegistry:
 
     def add(self, tensor: torch.Tensor, site: Site | None, *, owner: tuple[nn.Module, str] | None = None,
             explicit: bool = False) -> Watched:
-        existing = self.get(tensor)
-        if existing is not None:
+        by_id = self.by_id
+        ident = id(tensor)
+        existing = by_id.get(ident)
+        if existing is not None and existing.ref() is tensor:
             existing.explicit = existing.explicit or explicit
             if owner is not None and existing.owner is None:
                 existing.owner = owner_of(*owner)
             return existing
         key = len(self.all)
-        by_id = self.by_id
-        ident = id(tensor)
 
         user_leaves, died, everything = self.user_leaves, self.died, self.all
 
@@ -282,8 +282,8 @@ class WatchRegistry:
             self.user_leaves[id(tensor)] = watched.key
         if watched.hook is None:
             watched.born = self.clock.backwards
-            watched.hook = tensor.register_post_accumulate_grad_hook(arrival_hook(self.arrived, watched.key))
-            run_first(tensor, watched.hook)  # before a user's hook that steps and clears .grad (set up earlier)
+            # first: before a user's hook that steps and clears .grad (set up earlier)
+            watched.hook = hook_first(tensor, arrival_hook(self.arrived, watched.key))
 
     def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
         """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is

@@ -3,6 +3,7 @@ changes what the traced program computes."""
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import pickle
 import subprocess
@@ -168,6 +169,18 @@ def test_threads_and_dataloader_workers_run_under_a_trace():
     assert len(results) == 1 and t.backward_count == 4
     assert [w.got_grad for w in t.watched] == [True, True]
     assert t.findings == []
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_garbage_collector_is_left_as_the_script_had_it(collecting):
+    """Judging pauses the collector (`tracer._collector_paused`): it must come back on, and only if it was on."""
+    (gc.enable if collecting else gc.disable)()
+    try:
+        with trace() as t:
+            torch.zeros(2, requires_grad=True).sum().backward()
+        assert t.findings == [] and gc.isenabled() is collecting
+    finally:
+        gc.enable()
 
 
 def test_findings_are_json_ready():

@@ -134,6 +134,11 @@ def compiled(module: torch.nn.Module) -> bool:
     return module._compiled_call_impl is not None
 
 
+def has_post_accumulate_hooks(tensor: torch.Tensor) -> bool:
+    """Whether any post-accumulate-grad hook is registered on ``tensor``."""
+    return bool(tensor._post_accumulate_grad_hooks)
+
+
 def hook_first(tensor: torch.Tensor, hook: Callable[[torch.Tensor], None]) -> RemovableHandle:
     """Register a post-accumulate-grad hook on the leaf ``tensor`` to run before its others: autograd runs them in
     the order of the dict underneath (not the OrderedDict's own), so the others are put back after it, under the

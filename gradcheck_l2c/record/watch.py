@@ -1,7 +1,7 @@
 """Which tensors are watched: what the user asked for, and what the trace knows about each one.
 
-A post-accumulate-grad hook on every watched leaf tells when its gradient arrives; how they are named
-is `names.py`'s job.
+How each one's gradient arrival is noted is `arrival_hooks.py`'s job (a post-accumulate hook, or a read of
+``.grad`` after the first backward of a fresh leaf); how they are named, `names.py`'s.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import fnmatch
 import functools
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import torch
 from torch import nn
@@ -17,7 +17,7 @@ from torch import nn
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.record.locations import Site, StackEntry
 from gradcheck_l2c.record.scope import Clock
-from gradcheck_l2c.record.torch_internals import functions_off, hook_first, stack_length
+from gradcheck_l2c.record.arrival_hooks import watch_arrivals
 
 
 class Owner(NamedTuple):
@@ -149,6 +149,10 @@ class WatchRegistry:
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or Clock()
         self.arrived: list[int] = []  # keys whose gradient arrived during the backward running now
+        # user leaves whose arrival hook waits for a backward they outlive (`arrival_hooks`), and those the backward
+        # running now reads from .grad when it ends
+        self.unhooked: list[int] = []
+        self.checking: list[int] = []
         self.by_id: dict[int, Watched] = {}  # the live ones
         self.all: list[Watched] = []
         self.died: list[int] = []  # keys whose tensor died since names were last resolved (`unsettled`)
@@ -282,8 +286,7 @@ class WatchRegistry:
             self.user_leaves[id(tensor)] = watched.key
         if watched.hook is None:
             watched.born = self.clock.backwards
-            # first: before a user's hook that steps and clears .grad (set up earlier)
-            watched.hook = hook_first(tensor, arrival_hook(self.arrived, watched.key))
+            watch_arrivals(self, watched, tensor, user_leaf)
 
     def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
         """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is
@@ -367,22 +370,3 @@ def selected(registry: WatchRegistry, spec: WatchSpec) -> tuple[set[int], list[s
             if key is not None:
                 keys.add(key)
     return keys, unmatched
-
-
-def arrival_hook(arrived: list[int], key: int) -> Callable[[torch.Tensor], None]:
-    """A leaf's post-accumulate hook: notes ``key`` as arrived when ``leaf.grad`` is set as the hook fires (it
-    fires also when a custom Function's backward returned None for the leaf, and a step fused into the backward,
-    a user's hook that steps and clears ``.grad``, may run right after). One call per leaf per backward: the
-    tool's own read, past any torch-function mode."""
-    note = arrived.append
-
-    def arrival(leaf: torch.Tensor) -> None:
-        if not stack_length():
-            if leaf.grad is not None:
-                note(key)
-            return
-        with functions_off():
-            if leaf.grad is not None:
-                note(key)
-
-    return arrival

@@ -24,6 +24,7 @@ from gradcheck_l2c.record.locations import (
     user_site,
     user_stack,
 )
+from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
 from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.param_sources import binds_name
@@ -31,6 +32,7 @@ from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.warning_sites import untraced_target
+from gradcheck_l2c.record.watch import WatchRegistry
 
 
 def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -219,20 +221,26 @@ class CountingEngine:
     not cover, tells the trace which graph each of its own passes freed, and otherwise forwards
     everything unchanged."""
 
-    def __init__(self, engine: Any, scope: Scope, origins: Origins) -> None:
+    def __init__(self, engine: Any, scope: Scope, origins: Origins, registry: WatchRegistry) -> None:
         self._engine = engine
         self._scope = scope
         self._origins = origins  # told, in the traced thread, of each backward before it runs and once it returned
+        self._registry = registry  # as are the leaves whose gradient is read from .grad (`arrival_hooks`)
 
     def run_backward(self, *args: Any, **kwargs: Any) -> Any:
         scope = self._scope
         if not scope.in_trace_thread():
             if scope.in_trace_process():
                 scope.untraced_backward(threading.current_thread().name, user_site(1))
+                return run_elsewhere(self._registry, lambda: self._engine.run_backward(*args, **kwargs))
             return self._engine.run_backward(*args, **kwargs)
         freeing = self._origins.backward_starts(args[0] if args else kwargs.get("tensors"),
                                                 bool(args[2] if len(args) > 2 else kwargs.get("keep_graph", False)))
-        out = self._engine.run_backward(*args, **kwargs)
+        backward_starts(self._registry)
+        try:
+            out = self._engine.run_backward(*args, **kwargs)
+        finally:
+            backward_ended(self._registry)
         self._origins.backward_ran(freeing)
         return out
 

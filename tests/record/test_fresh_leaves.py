@@ -1,0 +1,81 @@
+"""A user's fresh leaf has its gradient read from ``.grad`` when its first backward ends, and is hooked only if it
+outlives that backward (`record/arrival_hooks.py`): whatever could hide a gradient from that read (a hook of the
+user's that clears it, a backward inside a backward, a leaf that lives on) must be seen as a hook sees it."""
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from gradcheck_l2c import trace
+
+
+def test_a_fresh_leaf_whose_own_hook_steps_and_clears_its_gradient_got_it() -> None:
+    torch.manual_seed(0)
+    weight = torch.randn(4, 4)
+    seen = []
+
+    def step(leaf: torch.Tensor) -> None:  # an optimizer fused into the backward: .grad is gone after it
+        seen.append(leaf.grad.clone())
+        leaf.grad = None
+
+    with trace() as traced:
+        for _ in range(3):
+            x = torch.randn(4, requires_grad=True)
+            x.register_post_accumulate_grad_hook(step)
+            (weight @ x).tanh().sum().backward()
+    assert len(seen) == 3 and x.grad is None
+    assert [w.got_grad for w in traced.watched] == [True, True, True]
+    assert not traced.findings
+
+
+def test_a_leaf_that_lives_on_is_followed_at_every_backward() -> None:
+    torch.manual_seed(0)
+    weight = torch.randn(4, 4)
+    with trace() as traced:
+        x = torch.randn(4, requires_grad=True)
+        optimizer = torch.optim.SGD([x], lr=0.1)
+        for _ in range(4):
+            (weight @ x).pow(2).sum().backward()
+            optimizer.zero_grad()  # erases what each backward made, before every step
+            optimizer.step()
+    erased = [f for f in traced.findings if f.kind == "optimizer"]
+    assert [(f.count, "erased" in f.message) for f in erased] == [(4, True)]
+
+
+def test_a_backward_inside_a_backward_leaves_the_outer_ones_gradient_seen() -> None:
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        torch.manual_seed(0)
+        weight = torch.randn(4, 4)
+        x = torch.randn(4, requires_grad=True)
+        z = torch.randn(4, requires_grad=True)
+        hidden = weight @ x
+
+        def again(grad: torch.Tensor) -> None:  # a second backward, run by the first before x's gradient is in
+            with torch.enable_grad():
+                (z * 2).sum().backward()
+
+        hidden.register_hook(again)
+        hidden.tanh().sum().backward()
+        return x.grad, z.grad
+
+    untraced = run()
+    with trace() as traced:
+        traced_grads = run()
+    assert all(torch.equal(a, b) for a, b in zip(untraced, traced_grads))
+    assert [w.got_grad for w in traced.watched] == [True, True]
+    assert not traced.findings
+
+
+def test_a_fresh_leaf_reached_only_by_a_backward_of_another_thread_got_its_gradient() -> None:
+    torch.manual_seed(0)
+    weight = torch.randn(4, 4)
+    with trace() as traced:
+        x = torch.randn(4, requires_grad=True)
+        y = torch.randn(4, requires_grad=True)
+        worker = threading.Thread(target=lambda: (weight @ x).sum().backward())
+        worker.start()
+        worker.join()
+        (weight @ y).sum().backward()
+    assert [w.got_grad for w in traced.watched] == [True, True]
+    assert [f.kind for f in traced.findings] == ["untraced_thread"]

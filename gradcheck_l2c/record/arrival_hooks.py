@@ -65,14 +65,8 @@ def backward_starts(registry: Any) -> None:
     """A backward of the traced thread starts: the waiting leaves still alive are read after it if nothing could
     hide their gradient from that read (none yet, no hook of the user's), else hooked now. A backward started
     inside another (from a hook) first notes what the outer one gave so far, then hooks them."""
-    for key in registry.checking:
-        watched = registry.all[key]
-        tensor = watched.ref()
-        if tensor is not None and watched.hook is WAITING:
-            if tensor.grad is not None:
-                registry.arrived.append(key)
-            hook(registry, watched, tensor)
-    registry.checking.clear()
+    if registry.checking:
+        _read(registry, lambda watched, tensor: hook(registry, watched, tensor))
     waiting = registry.unhooked
     if not waiting:
         return
@@ -91,17 +85,21 @@ def backward_starts(registry: Any) -> None:
 def backward_ended(registry: Any) -> None:
     """That backward returned (or raised): each leaf read for it got a gradient if ``.grad`` is set now; those that
     live on wait for the next backward (which hooks them, unless they still have no gradient)."""
-    checking = registry.checking
-    if not checking:
-        return
-    for key in checking:
+    if registry.checking:
+        _read(registry, lambda watched, _: registry.unhooked.append(watched.key))
+
+
+def _read(registry: Any, then: Callable[[Any, torch.Tensor], None]) -> None:
+    """Note as arrived each leaf read for the running backward that is alive, still waiting and has a gradient
+    now; call ``then`` on each live waiting one; the reading is done."""
+    for key in registry.checking:
         watched = registry.all[key]
         tensor = watched.ref()
         if tensor is not None and watched.hook is WAITING:
             if tensor.grad is not None:
                 registry.arrived.append(key)
-            registry.unhooked.append(key)
-    checking.clear()
+            then(watched, tensor)
+    registry.checking.clear()
 
 
 def run_elsewhere(registry: Any, run: Callable[[], Any]) -> Any:

@@ -183,22 +183,25 @@ def _compiled_site(frame: FrameType | None, user: FrameType) -> Site | None:
 StackEntry = tuple[int, CodeType, Site]
 
 
-def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
-    """Every user frame above the caller, innermost first, with the line each was at: where a value was
-    made in each function on the way (the one in a frame still running later is the line to show there)."""
-    frame: FrameType | None = sys._getframe(depth + 1)
+def _user_frames(frame: FrameType | None) -> list[FrameType]:
+    """The user frames from ``frame`` outwards, innermost first (one walk of the stack; lookups by file name)."""
     found = []
     kinds = _kinds
     while frame is not None:
-        code = frame.f_code
-        filename = code.co_filename
+        filename = frame.f_code.co_filename
         kind = kinds.get(filename)
         if kind is None:
             kind = frame_kind(filename)
         if kind == USER:
-            found.append((id(frame), code, _site(frame)))
+            found.append(frame)
         frame = frame.f_back
-    return tuple(found)
+    return found
+
+
+def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
+    """Every user frame above the caller, innermost first, with the line each was at: where a value was
+    made in each function on the way (the one in a frame still running later is the line to show there)."""
+    return tuple((id(frame), frame.f_code, _site(frame)) for frame in _user_frames(sys._getframe(depth + 1)))
 
 
 #: The (id(code), instruction, line) of every user frame of a stack -> (those codes, kept so that their ids stay
@@ -209,24 +212,16 @@ _stacks: dict[tuple[int, ...], tuple[tuple[CodeType, ...], tuple[Site, ...]]] = 
 def user_stack_sites(depth: int = 1) -> tuple[Site | None, tuple[Site, ...]]:
     """The innermost user line above the caller, as `user_site` tells it, and the line of every user frame above
     it, innermost first: one walk of the stack for both (a backward reads them at every step)."""
-    frame: FrameType | None = sys._getframe(depth + 1)
-    key: list[int] = []
-    kinds = _kinds
-    while frame is not None:
-        code = frame.f_code
-        filename = code.co_filename
-        kind = kinds.get(filename)
-        if kind is None:
-            kind = frame_kind(filename)
-        if kind == USER:
-            key += (id(code), frame.f_lasti, frame.f_lineno)
-        frame = frame.f_back
-    entry = _stacks.get(tuple(key))
+    frames = _user_frames(sys._getframe(depth + 1))
+    parts: list[int] = []
+    for frame in frames:
+        parts += (id(frame.f_code), frame.f_lasti, frame.f_lineno)
+    key = tuple(parts)
+    entry = _stacks.get(key)
     if entry is None:
-        stack = user_stack(depth + 1)
         if len(_stacks) >= 4096:
             _stacks.clear()
-        entry = _stacks[tuple(key)] = (tuple(code for _, code, _ in stack), tuple(site for _, _, site in stack))
+        entry = _stacks[key] = (tuple(frame.f_code for frame in frames), tuple(map(_site, frames)))
     sites = entry[1]
     if _compiled_graphs or not sites:
         return user_site(depth + 1), sites

@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from gradcheck_l2c.errors import UsageError
+from gradcheck_l2c.record.arrival_hooks import watch_arrivals
 from gradcheck_l2c.record.locations import Site, StackEntry
 from gradcheck_l2c.record.scope import Clock
-from gradcheck_l2c.record.arrival_hooks import watch_arrivals
 
 
 class Owner(NamedTuple):

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
 from gradcheck_l2c.record.locations import (
     USER,
     built_at,
@@ -24,7 +25,6 @@ from gradcheck_l2c.record.locations import (
     user_site,
     user_stack,
 )
-from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
 from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.param_sources import binds_name

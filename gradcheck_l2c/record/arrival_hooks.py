@@ -5,7 +5,8 @@ A loop that makes a fresh ``requires_grad=True`` leaf at every step would pay fo
 call per backward, for a leaf that dies before the next one. Such a leaf, with no gradient and no hook of the
 user's when that backward starts, has its gradient read once the backward ends (it arrived there exactly when
 ``.grad`` was set, as its hook would have seen); it gets its hook only if it outlives that backward, when the next
-one starts. Any other leaf is hooked at once; a backward started inside another hooks the leaves the outer one
+one starts. Any other leaf is hooked at once, and a waiting one when a backward starts with a gradient or a hook
+of the user's already on it; a backward started inside another hooks the leaves the outer one
 reads, and one of a thread the trace does not cover notes the first gradients it gives them.
 """
 from __future__ import annotations
@@ -62,11 +63,18 @@ def watch_arrivals(registry: Any, watched: Any, tensor: torch.Tensor, user_leaf:
 
 
 def backward_starts(registry: Any) -> None:
-    """A backward of the traced thread starts: the waiting leaves still alive are read after it if nothing could
-    hide their gradient from that read (none yet, no hook of the user's), else hooked now. A backward started
-    inside another (from a hook) first notes what the outer one gave so far, then hooks them."""
+    """A backward of the traced thread starts: the waiting leaves that outlived one are hooked; the others still
+    alive are read after it if nothing could hide their gradient from that read (none yet, no hook of the user's),
+    else hooked now. A backward started inside another (from a hook) first notes what the outer one gave so far to
+    the leaves it reads, then hooks them."""
     if registry.checking:
         _read(registry, lambda watched, tensor: hook(registry, watched, tensor))
+    for key in registry.outlived:
+        watched = registry.all[key]
+        tensor = watched.ref()
+        if tensor is not None and watched.hook is WAITING:
+            hook(registry, watched, tensor)
+    registry.outlived.clear()
     waiting = registry.unhooked
     if not waiting:
         return
@@ -83,10 +91,11 @@ def backward_starts(registry: Any) -> None:
 
 
 def backward_ended(registry: Any) -> None:
-    """That backward returned (or raised): each leaf read for it got a gradient if ``.grad`` is set now; those that
-    live on wait for the next backward (which hooks them, unless they still have no gradient)."""
+    """That backward returned (or raised): each leaf read for it got a gradient if ``.grad`` is set now; the next
+    backward hooks those that live on (each leaf is read for one backward at most: a leaf kept alive without ever
+    being used costs nothing per backward after that)."""
     if registry.checking:
-        _read(registry, lambda watched, _: registry.unhooked.append(watched.key))
+        _read(registry, lambda watched, _: registry.outlived.append(watched.key))
 
 
 def _read(registry: Any, then: Callable[[Any, torch.Tensor], None]) -> None:
@@ -107,7 +116,7 @@ def run_elsewhere(registry: Any, run: Callable[[], Any]) -> Any:
     noted as arrived, as their hooks would have noted them there. The traced thread's lists are only read (it may be
     walking them now), and the leaves only weakly held."""
     bare = []
-    for key in [*registry.checking, *registry.unhooked]:
+    for key in [*registry.checking, *registry.outlived, *registry.unhooked]:
         ref = registry.all[key].ref
         tensor = ref()
         if tensor is not None and tensor.grad is None:

@@ -149,10 +149,11 @@ class WatchRegistry:
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or Clock()
         self.arrived: list[int] = []  # keys whose gradient arrived during the backward running now
-        # user leaves whose arrival hook waits for a backward they outlive (`arrival_hooks`), and those the backward
-        # running now reads from .grad when it ends
+        # user leaves whose arrival hook waits (`arrival_hooks`): not yet through a backward, read from .grad when the
+        # running one ends, and through one (the next backward hooks them)
         self.unhooked: list[int] = []
         self.checking: list[int] = []
+        self.outlived: list[int] = []
         self.by_id: dict[int, Watched] = {}  # the live ones
         self.all: list[Watched] = []
         self.died: list[int] = []  # keys whose tensor died since names were last resolved (`unsettled`)

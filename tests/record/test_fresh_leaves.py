@@ -43,6 +43,20 @@ def test_a_leaf_that_lives_on_is_followed_at_every_backward() -> None:
     assert [(f.count, "erased" in f.message) for f in erased] == [(4, True)]
 
 
+def test_a_leaf_kept_unused_for_backwards_then_used_gets_its_gradient_noted() -> None:
+    torch.manual_seed(0)
+    weight = torch.randn(4, 4)
+    with trace() as traced:
+        late = torch.randn(4, requires_grad=True)  # read after the first backward, hooked at the second
+        for step in range(4):
+            x = torch.randn(4, requires_grad=True)
+            loss = (weight @ x).sum() + (late.sum() if step == 3 else 0)
+            loss.backward()
+    assert late.grad is not None
+    assert [w.got_grad for w in traced.watched if w.name == "late"] == [True]
+    assert not traced.findings
+
+
 def test_a_backward_inside_a_backward_leaves_the_outer_ones_gradient_seen() -> None:
     def run() -> tuple[torch.Tensor, torch.Tensor]:
         torch.manual_seed(0)

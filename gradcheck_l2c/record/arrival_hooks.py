@@ -6,11 +6,12 @@ call per backward, for a leaf that dies before the next one. Such a leaf, with n
 user's when that backward starts, has its gradient read once the backward ends (it arrived there exactly when
 ``.grad`` was set, as its hook would have seen); it gets its hook only if it outlives that backward, when the next
 one starts. Any other leaf is hooked at once, and a waiting one when a backward starts with a gradient or a hook
-of the user's already on it; a backward started inside another hooks the leaves the outer one
-reads, and one of a thread the trace does not cover notes the first gradients it gives them.
+of the user's already on it; a backward started inside another hooks the leaves the outer one reads, and one of a
+thread the trace does not cover notes the first gradients it gives them.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import torch
@@ -67,48 +68,40 @@ def backward_starts(registry: Any) -> None:
     alive are read after it if nothing could hide their gradient from that read (none yet, no hook of the user's),
     else hooked now. A backward started inside another (from a hook) first notes what the outer one gave so far to
     the leaves it reads, then hooks them."""
-    if registry.checking:
-        _read(registry, lambda watched, tensor: hook(registry, watched, tensor))
-    for key in registry.outlived:
-        watched = registry.all[key]
-        tensor = watched.ref()
-        if tensor is not None and watched.hook is WAITING:
-            hook(registry, watched, tensor)
+    for watched, tensor in _waiting(registry, registry.checking):
+        if tensor.grad is not None:
+            registry.arrived.append(watched.key)
+        hook(registry, watched, tensor)
+    registry.checking.clear()
+    for watched, tensor in _waiting(registry, registry.outlived):
+        hook(registry, watched, tensor)
     registry.outlived.clear()
-    waiting = registry.unhooked
-    if not waiting:
-        return
-    for key in waiting:
-        watched = registry.all[key]
-        tensor = watched.ref()
-        if tensor is None or watched.hook is not WAITING:
-            continue
+    for watched, tensor in _waiting(registry, registry.unhooked):
         if tensor.grad is None and not has_post_accumulate_hooks(tensor):
-            registry.checking.append(key)
+            registry.checking.append(watched.key)
         else:
             hook(registry, watched, tensor)
-    waiting.clear()
+    registry.unhooked.clear()
 
 
 def backward_ended(registry: Any) -> None:
     """That backward returned (or raised): each leaf read for it got a gradient if ``.grad`` is set now; the next
     backward hooks those that live on (each leaf is read for one backward at most: a leaf kept alive without ever
     being used costs nothing per backward after that)."""
-    if registry.checking:
-        _read(registry, lambda watched, _: registry.outlived.append(watched.key))
+    for watched, tensor in _waiting(registry, registry.checking):
+        if tensor.grad is not None:
+            registry.arrived.append(watched.key)
+        registry.outlived.append(watched.key)
+    registry.checking.clear()
 
 
-def _read(registry: Any, then: Callable[[Any, torch.Tensor], None]) -> None:
-    """Note as arrived each leaf read for the running backward that is alive, still waiting and has a gradient
-    now; call ``then`` on each live waiting one; the reading is done."""
-    for key in registry.checking:
+def _waiting(registry: Any, keys: list[int]) -> Iterator[tuple[Any, torch.Tensor]]:
+    """The watched leaves of ``keys`` still alive and still waiting for their hook, with their tensors."""
+    for key in keys:
         watched = registry.all[key]
         tensor = watched.ref()
         if tensor is not None and watched.hook is WAITING:
-            if tensor.grad is not None:
-                registry.arrived.append(key)
-            then(watched, tensor)
-    registry.checking.clear()
+            yield watched, tensor
 
 
 def run_elsewhere(registry: Any, run: Callable[[], Any]) -> Any:

@@ -87,8 +87,7 @@ class BackwardLog:
         optimizers = self.optimizers
         if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it
             self.terms.resolve(optimizers.stepped_since)
-        if optimizers.stepped_since:
-            optimizers.stepped_since.clear()
+        optimizers.stepped_since.clear()
         if self.terms.unplaced or self.terms.marked:
             self.terms.check(roots, reached)
         if reached and optimizers.live:

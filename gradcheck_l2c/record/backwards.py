@@ -88,8 +88,7 @@ class BackwardLog:
         if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it
             self.terms.resolve(optimizers.stepped_since)
         optimizers.stepped_since.clear()
-        if self.terms.unplaced or self.terms.marked:
-            self.terms.check(roots, reached)
+        self.terms.check(roots, reached)
         if reached and optimizers.live:
             optimizers.reached(reached)
             optimizers.updates.backward(reached)

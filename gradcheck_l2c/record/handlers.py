@@ -14,7 +14,7 @@ import torch
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.args import any_requires_grad, op_label, tensors_in
-from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
+from gradcheck_l2c.record.backward_calls import on_autograd_grad
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
@@ -346,8 +346,6 @@ def handler_table() -> dict[Any, Callable[..., Any]]:
         T.grad.__set__: on_grad_set,
         T.requires_grad_: on_requires_grad,
         T.requires_grad.__set__: on_requires_grad,
-        T.backward: on_backward,
-        torch.autograd.backward: on_backward,
         torch.autograd.grad: on_autograd_grad,
     }
     for name in dir(T):

@@ -58,7 +58,9 @@ class Interceptor(TorchFunctionMode):
         super().__init__()
         self.state = state
         self.scope, self.writes, self.cuts = state.scope, state.writes, state.cuts
-        self.handlers: dict[Any, Callable[..., Any]] = handler_table()  # func -> handlers.on_*
+        # func -> handlers.on_*; and torch's backward as named when the trace starts, which the stand-in for
+        # Tensor.backward (`wrappers.tensor_backward`) hands over under no name the mode could look up
+        self.handlers: dict[Any, Callable[..., Any]] = {**handler_table(), Tensor.backward: on_backward}
         self.user_leaves = state.registry.user_leaves
         self.terms = state.terms
         self.origins = state.origins
@@ -77,9 +79,9 @@ class Interceptor(TorchFunctionMode):
             return func(*args, **kwargs)
         handler = self.handlers.get(func)
         if type(func) is FunctionType and (func is Tensor.backward or func is torch.autograd.backward):
-            original = replaced_backward(func, sys._getframe(2))
-            if original is not None:
-                handler, func = on_backward, original
+            # looked up by what they are named now, not in the table, built once per process (a script's wrapper
+            # may have stood in for either then)
+            handler, func = on_backward, replaced_backward(func, sys._getframe(2)) or func
         state = self.state
         try:
             if handler is not None:

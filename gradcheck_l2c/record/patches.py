@@ -2,6 +2,7 @@
 
 - global parameter- and module-registration hooks: name parameters after the outermost module that
   holds them, and notice modules built inside another module's forward;
+- ``Tensor.backward``: a plain tensor's backward goes to the interceptor without torch's generic dispatch;
 - ``nn.Parameter.__new__``: notices a Parameter wrapped around a computed tensor;
 - ``Optimizer.__init__``: remembers optimizers and where they were built; a global step pre-hook
   notes what each training step finds (tensors stepped without the gradient a cut kept from them, a
@@ -80,6 +81,7 @@ class Patches:
         self._replace(engine_owner, ENGINE_ATTRIBUTE,
                       wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope,
                                               self.state.origins, self.state.registry))
+        self._replace_attribute(torch.Tensor, "backward", wrappers.tensor_backward(self.mode, torch.Tensor.backward))
         self._replace(nn.Parameter, "__new__", staticmethod(wrappers.parameter_new(self.state, nn.Parameter.__new__)))
         self._replace(nn.Module, "__setattr__", wrappers.module_setattr(self.state, nn.Module.__setattr__,
                                                                         self.bypass.attribute_set))

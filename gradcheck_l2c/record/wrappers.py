@@ -30,6 +30,7 @@ from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.torch_internals import pop_mode, push_mode, stack_at, stack_length
 from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.warning_sites import untraced_target
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -213,6 +214,32 @@ def variable(state: TraceState, original: type) -> type:
             return out
 
     return Variable
+
+
+def tensor_backward(mode: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``Tensor.backward`` of a plain tensor handed to the interceptor (``mode``) as torch hands it there, with the
+    same arguments and the mode off the stack while it runs, minus torch's generic dispatch (about 3 µs a backward:
+    a loop that steps a small model pays it at every step). Any other call is torch's own. ``original`` itself when
+    it is not torch's own (a script's loss-scaling wrapper: `interceptor.replaced_backward` runs it as it is)."""
+    Tensor = torch.Tensor
+    code = getattr(original, "__code__", None)
+    if code is None or code.co_filename != Tensor.register_hook.__code__.co_filename or hasattr(original, "__wrapped__"):
+        return original
+
+    @functools.wraps(original)
+    def backward(self: Any, gradient: Any = None, retain_graph: Any = None, create_graph: bool = False,
+                 inputs: Any = None) -> Any:
+        depth = stack_length()
+        if type(self) is not Tensor or not depth or stack_at(depth - 1) is not mode:
+            return original(self, gradient, retain_graph, create_graph, inputs)
+        pop_mode()
+        try:
+            return mode.__torch_function__(original, (Tensor,), (self,), {
+                "gradient": gradient, "retain_graph": retain_graph, "create_graph": create_graph, "inputs": inputs})
+        finally:
+            push_mode(mode)
+
+    return backward
 
 
 class CountingEngine:

@@ -219,7 +219,7 @@ class WatchRegistry:
             ref=weakref.ref(tensor, forget),
             shape=self.shared(tuple(tensor.shape)),
             site=site if site is None else self.shared(site, (site.file, site.line, site.column)),
-            is_parameter=_is_parameter(tensor),
+            is_parameter=isinstance(tensor, nn.Parameter),
             explicit=explicit,
             owner=owner_of(*owner) if owner else None,
         )
@@ -318,12 +318,6 @@ class WatchRegistry:
             if module is not None:
                 alive.append((module, variable))
         return alive
-
-
-def _is_parameter(tensor: torch.Tensor) -> bool:
-    """``isinstance(tensor, nn.Parameter)``, without the Parameter metaclass's Python check for a plain tensor (a
-    fresh leaf at every step asks once each)."""
-    return type(tensor) is not torch.Tensor and isinstance(tensor, nn.Parameter)
 
 
 @functools.lru_cache(maxsize=64)

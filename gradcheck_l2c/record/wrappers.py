@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import torch
 from torch import nn
+from torch.overrides import has_torch_function_unary
 
 from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
 from gradcheck_l2c.record.locations import (
@@ -222,15 +223,15 @@ def tensor_backward(mode: Any, original: Callable[..., Any]) -> Callable[..., An
     a loop that steps a small model pays it at every step). Any other call is torch's own. ``original`` itself when
     it is not torch's own (a script's loss-scaling wrapper: `interceptor.replaced_backward` runs it as it is)."""
     Tensor = torch.Tensor
-    code = getattr(original, "__code__", None)
-    if code is None or code.co_filename != Tensor.register_hook.__code__.co_filename or hasattr(original, "__wrapped__"):
+    code, torch_file = getattr(original, "__code__", None), Tensor.register_hook.__code__.co_filename
+    if code is None or hasattr(original, "__wrapped__") or code.co_filename != torch_file:
         return original
 
     @functools.wraps(original)
     def backward(self: Any, gradient: Any = None, retain_graph: Any = None, create_graph: bool = False,
                  inputs: Any = None) -> Any:
-        depth = stack_length()
-        if type(self) is not Tensor or not depth or stack_at(depth - 1) is not mode:
+        depth = stack_length()  # torch asks no mode with torch functions off (DisableTorchFunction): nor does this
+        if type(self) is not Tensor or not (depth and has_torch_function_unary(self) and stack_at(depth - 1) is mode):
             return original(self, gradient, retain_graph, create_graph, inputs)
         pop_mode()
         try:

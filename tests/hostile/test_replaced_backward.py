@@ -94,3 +94,14 @@ def test_a_wrapper_during_the_first_trace_of_a_process_leaves_later_traces_seein
         _, grad = step([], use_function)
     assert first.backward_count == later.backward_count == 1
     assert torch.equal(grad, torch.full((3,), 2.0))
+
+
+def test_a_backward_with_torch_functions_switched_off_reaches_no_mode_as_untraced():
+    """With torch functions off (``DisableTorchFunction``) torch's backward asks no mode to handle it; the
+    trace's stand-in for ``Tensor.backward`` asks none either."""
+    w = torch.ones(3, requires_grad=True)
+    with trace() as t:
+        loss = (w * 2).sum()
+        with torch._C.DisableTorchFunction():
+            loss.backward()
+    assert t.backward_count == 0 and torch.equal(w.grad, torch.full((3,), 2.0))

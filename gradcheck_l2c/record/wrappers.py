@@ -31,7 +31,7 @@ from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import pop_mode, push_mode, stack_at, stack_length
+from gradcheck_l2c.record.torch_internals import innermost_mode_is, pop_mode, push_mode
 from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.warning_sites import untraced_target
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -230,8 +230,8 @@ def tensor_backward(mode: Any, original: Callable[..., Any]) -> Callable[..., An
     @functools.wraps(original)
     def backward(self: Any, gradient: Any = None, retain_graph: Any = None, create_graph: bool = False,
                  inputs: Any = None) -> Any:
-        depth = stack_length()  # torch asks no mode with torch functions off (DisableTorchFunction): nor does this
-        if type(self) is not Tensor or not (depth and has_torch_function_unary(self) and stack_at(depth - 1) is mode):
+        # torch asks no mode with torch functions off (DisableTorchFunction): nor does this
+        if type(self) is not Tensor or not has_torch_function_unary(self) or not innermost_mode_is(mode):
             return original(self, gradient, retain_graph, create_graph, inputs)
         pop_mode()
         try:

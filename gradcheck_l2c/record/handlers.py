@@ -235,14 +235,17 @@ def _zero_cut(mode: Mode, func, args, kwargs, out: Tensor, output: str, site: Si
     return True
 
 
-def constant_over_one(mode: Mode, func, args, kwargs, out: Tensor) -> None:
+def constant_over_one(mode: Mode, func, args, kwargs, out: Tensor) -> bool:
     """softmax / log_softmax of a tensor with history (``func`` in `NORMALISING`): over a dimension of size 1
-    the output is a constant, a path without gradient, named where a torch layer was given that dim."""
+    the output is a constant, a path without gradient, named where a torch layer was given that dim. Whether it
+    was one (a softmax over more elements records nothing, and leaves its layer free to run past the mode)."""
     source = args[0] if args else kwargs.get("input")
     dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
     if isinstance(source, Tensor) and isinstance(dim, int) and source.dim() and source.shape[dim] == 1:
         site = mode.writes.layer_site(sys._getframe(1)) or user_site(1)  # nn.Softmax(dim=1)'s line, or the call
         _zero_cut(mode, func, args, kwargs, out, "constant", site)
+        return True
+    return False
 
 
 def on_sample(mode: Mode, func, args, kwargs):

@@ -134,9 +134,8 @@ class Interceptor(TorchFunctionMode):
                 elif self.unregistered.held:
                     self.unregistered.derived(args, out)
             else:
-                if func in NORMALISING:  # a softmax over one element is a constant
-                    self.noted += 1
-                    constant_over_one(self, func, args, kwargs, out)
+                if func in NORMALISING and constant_over_one(self, func, args, kwargs, out):
+                    self.noted += 1  # a softmax over one element is a constant
                 if self.unregistered.held:  # plain tensors fresh from a factory on modules: used as weights?
                     self.unregistered.used(args, sys._getframe(1))
                 if scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):

@@ -62,6 +62,33 @@ def test_after_the_first_iteration_torch_layers_run_past_the_mode_with_the_same_
     assert traced.findings == []
 
 
+def test_a_model_that_ends_in_a_softmax_layer_runs_past_the_mode(seen) -> None:
+    """A softmax over several classes records nothing: the model holding it is learnt like any other."""
+    def classifier() -> nn.Module:
+        torch.manual_seed(1)
+        return nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3), nn.LogSoftmax(dim=1))
+
+    expected = train(classifier(), 5)
+    with trace() as traced:
+        weights = train(classifier(), 5, seen)
+    assert all(torch.equal(a, b) for a, b in zip(weights, expected))
+    assert seen[1]["log_softmax"] == 1
+    assert all(step["log_softmax"] == step["linear"] == 0 for step in seen[3:])
+    assert traced.findings == []
+
+
+def test_a_softmax_layer_over_one_element_keeps_the_mode(seen) -> None:
+    """``nn.Softmax(dim=1)`` over one output is a constant: reported, and the layer never runs past the mode."""
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(4, 1), nn.Softmax(dim=1))
+    with trace() as traced:
+        train(model, 4, seen)
+    assert all(step["softmax"] == 1 for step in seen[1:])
+    assert [(f.kind, f.tensor) for f in traced.findings] == [("non_differentiable", "Sequential.0.weight"),
+                                                              ("non_differentiable", "Sequential.0.bias")]
+    assert all("size 1" in f.message and f.count == 4 for f in traced.findings)
+
+
 def test_a_hook_added_later_brings_the_mode_back(seen) -> None:
     model = mlp()
 

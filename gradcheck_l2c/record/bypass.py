@@ -1,7 +1,9 @@
-"""torch's own layers run past the interceptor once a call of theirs was seen to record nothing.
+"""torch's own layers, and modules of straight-line code, run past the interceptor once a call was seen to record
+nothing.
 
 The first iteration is recorded whole. After it, a call of a module whose whole subtree is torch's own layers
-(``torch.nn`` classes, no hooks, no user functions as attributes) runs with the interceptor off the mode stack
+(``torch.nn`` classes, no hooks, no user functions as attributes) or modules whose ``forward`` is straight-line code
+calling only torch (`straight_code`: the same torch calls on every call) runs with the interceptor off the mode stack
 when an earlier call of the same module, with inputs alike (dtype, device, dimensions, requires_grad, leaf,
 view, inference) and in the same training mode, went through the interceptor without a handler firing: the same
 code on alike inputs has nothing new to show. That is most of an op-bound network's tracing cost (each op
@@ -23,6 +25,7 @@ from torch import nn
 
 from gradcheck_l2c.record.locations import USER, frame_kind
 from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.straight_code import straight_class, straight_forward
 from gradcheck_l2c.record.torch_internals import (calls_go_to_forward, compiled, compiling_check, global_forward_hooks,
                                                   hook_tables, innermost_mode_is, is_view, pop_mode, push_mode)
 
@@ -65,10 +68,21 @@ def _runs_user_code(module: nn.Module) -> bool:
     return "forward" in module.__dict__ or any(_user_callable(value) for value in module.__dict__.values())
 
 
+def passable_code(module: nn.Module) -> bool:
+    """Whether a call of ``module`` does, with autograd, only what its inputs and layers decide: one of torch's
+    own layers without user functions of its own, or a module whose ``forward`` is straight-line code calling
+    only torch (`straight_code`)."""
+    cls = type(module)
+    if own_layer(cls):
+        return not _runs_user_code(module)
+    return (not cls.__module__.startswith(_NEVER) and not _runs_user_code(module)
+            and straight_forward(module))
+
+
 def layers_under(module: nn.Module) -> list[nn.Module] | None:
-    """The modules under ``module``, when it and all of them are torch's own layers that run no user code of
-    their own (hooks aside: they come and go, and are looked at per call); else None."""
-    if not own_layer(type(module)) or _runs_user_code(module):
+    """The modules under ``module``, when it and all of them run code a call of which may be learnt
+    (`passable_code`; hooks aside: they come and go, and are looked at per call); else None."""
+    if not passable_code(module):
         return None
     found: list[nn.Module] = []
     for child in module.children():
@@ -133,13 +147,14 @@ class ModuleBypass:
         self._clean.clear()
 
     def attribute_set(self, module: nn.Module, name: str) -> None:
-        """``Module.__setattr__`` ran: a torch layer's attribute (``inplace``, ``activation``) changes its calls
-        (``training``, which ``model.train()`` sets on every layer, is part of what a call is learnt by)."""
-        if name != "training" and own_layer(type(module)):
+        """``Module.__setattr__`` ran: a torch layer's attribute (``inplace``, ``activation``), or a layer of a
+        straight-line module, changes its calls (``training``, which ``model.train()`` sets on every layer, is part
+        of what a call is learnt by)."""
+        if name != "training" and (own_layer(type(module)) or straight_class(type(module))):
             self.changed()
 
-    def torch_only(self, module: nn.Module) -> bool:
-        """Whether ``module`` and all under it are torch's own layers without hooks or user functions."""
+    def may_pass(self, module: nn.Module) -> bool:
+        """Whether ``module`` and all under it run code whose calls may be learnt (`passable_code`), without hooks."""
         ident = id(module)
         entry = self._layers.get(ident)
         if entry is None:
@@ -152,7 +167,7 @@ class ModuleBypass:
         return tables is not None and not any(tables)
 
     def straight(self, module: nn.Module) -> bool:
-        """Whether the layers of ``module`` (learnt by `torch_only`, without hooks) may be called straight to their
+        """Whether the layers of ``module`` (found by `may_pass`, without hooks) may be called straight to their
         ``forward`` now: none is compiled, and ``nn.Module.__call__`` would go straight there too."""
         return self._layers[id(module)][2] and calls_go_to_forward()
 
@@ -175,7 +190,7 @@ class ModuleBypass:
                 return self.forward(*args, **kwargs) if passing == STRAIGHT else call(self, *args, **kwargs)
             ident = id(self)
             if (not innermost_mode_is(mode) or _is_compiling() or ident in dirty
-                    or not _is_grad_enabled() or scope.quiet or not bypass.torch_only(self)):
+                    or not _is_grad_enabled() or scope.quiet or not bypass.may_pass(self)):
                 return call(self, *args, **kwargs)
             pop_mode()  # from here on, past the interceptor: reading the inputs is the tool's, not the script's
             try:

@@ -89,6 +89,67 @@ def test_a_softmax_layer_over_one_element_keeps_the_mode(seen) -> None:
     assert all("size 1" in f.message and f.count == 4 for f in traced.findings)
 
 
+class Net(nn.Module):
+    """A user model whose forward is straight-line code calling torch (`straight_code`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(1)
+        self.hidden, self.out = nn.Linear(4, 8), nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(x)) * 0.5)
+
+
+class BranchingNet(Net):
+    def forward(self, x):
+        h = torch.relu(self.hidden(x))
+        if h.shape[0] > 100:
+            h = h * 2
+        return self.out(h * 0.5)
+
+
+class DetachingNet(Net):
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(x)).detach() * 0.5)
+
+
+def test_a_user_model_of_straight_line_code_runs_past_the_mode(seen) -> None:
+    expected = train(Net(), 5)
+    with trace() as traced:
+        weights = train(Net(), 5, seen)
+    assert all(torch.equal(a, b) for a, b in zip(weights, expected))
+    assert seen[1]["relu"] == seen[1]["mul"] == 1
+    assert all(step["relu"] == step["mul"] == step["linear"] == 0 for step in seen[3:])
+    assert traced.findings == []
+
+
+def test_a_user_model_that_branches_keeps_the_mode(seen) -> None:
+    with trace():
+        train(BranchingNet(), 5, seen)
+    assert all(step["relu"] == step["mul"] == 1 for step in seen[1:])
+
+
+def test_a_cut_in_straight_line_code_is_seen_at_every_call(seen) -> None:
+    with trace() as traced:
+        train(DetachingNet(), 4, seen)
+    assert all(step["detach"] == 1 and step["relu"] == 1 for step in seen[1:-1])  # the last: train()'s own copies
+    assert [(f.kind, f.tensor) for f in traced.findings] == [("detach", "DetachingNet.hidden.weight"),
+                                                             ("detach", "DetachingNet.hidden.bias")]
+
+
+def test_an_attribute_set_on_a_learnt_user_model_is_looked_at_again(seen) -> None:
+    model = Net()
+
+    def swap_head(step: int) -> None:
+        if step == 3:
+            model.out = nn.Linear(8, 1)
+
+    with trace():
+        train(model, 5, seen, swap_head)
+    assert seen[3]["relu"] == 0 and seen[4]["relu"] == 1 and seen[5]["relu"] == 0
+
+
 def test_a_hook_added_later_brings_the_mode_back(seen) -> None:
     model = mlp()
 

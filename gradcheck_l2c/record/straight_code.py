@@ -2,10 +2,11 @@
 
 Such a forward makes the same torch calls, in the same order, on every call: what it does with autograd is decided
 by its inputs and its layers, as for torch's own layers, so `bypass.ModuleBypass` may learn its calls the same way.
-It reads from ``self`` only its submodules, parameters, buffers and ``training``; its globals are torch's modules
-and functions and a few pure builtins; it stores nothing outside its locals. Anything else (an ``if``, a ``for``,
-``self.helper(x)``, a global or a class of the user's, ``self.scale``, a closure, a ``with`` block) makes its calls
-depend on more than its inputs, and it keeps going through the mode.
+It reads from ``self`` only its submodules, parameters, buffers, ``training`` and constants set on it (``self.hidden
+= 64``: setting them again forgets what was learnt); its globals are torch's modules and functions and a few pure
+builtins; it stores nothing outside its locals. Anything else (an ``if``, a ``for``, ``self.helper(x)``, a global or
+a class of the user's, a list on ``self``, a closure, a ``with`` block) makes its calls depend on more than its
+inputs, and it keeps going through the mode.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ _verdicts: dict[Any, tuple[tuple[str, ...], ...] | None] = {}  # forward -> the 
 
 def straight_forward(module: nn.Module) -> bool:
     """Whether ``module``'s class ``forward`` is straight-line code calling only torch, reading from ``module``
-    only its submodules, parameters, buffers and ``training``."""
+    only its submodules, parameters, buffers, ``training`` and constants."""
     chains = _chains_of(type(module))
     return chains is not None and all(_reads_layers(module, chain) for chain in chains)
 
@@ -98,13 +99,26 @@ def _torch_or_pure(value: Any) -> bool:
     return callable(value) and (module == "torch" or module.startswith("torch."))
 
 
+_UNSET = object()
+
+
+def _constant(value: Any) -> bool:
+    """A number, string, None, or a tuple of those: a value that changes only when the attribute is set again."""
+    if type(value) is tuple:
+        return all(map(_constant, value))
+    return value is None or type(value) in (bool, int, float, str)
+
+
 def _reads_layers(module: nn.Module, chain: tuple[str, ...]) -> bool:
     """Whether ``module.<chain>`` is one of its submodules, parameters or buffers (or a method of one of those
-    tensors), or its ``training`` flag."""
+    tensors), its ``training`` flag, or a constant set on it (``self.hidden = 64``)."""
     value: Any = module
     for position, name in enumerate(chain):
-        if name == "training" and position == len(chain) - 1:
+        last = position == len(chain) - 1
+        if name == "training" and last:
             return True
+        if last and _constant(value.__dict__.get(name, _UNSET)):
+            return True  # set on the instance: a change goes through Module.__setattr__, which forgets what was learnt
         found = getattr(value, name, None)
         if isinstance(found, torch.Tensor):  # what follows are the tensor's own methods (``self.weight.t()``)
             return isinstance(found, nn.Parameter) or any(found is buffer for buffer in value.buffers(recurse=False))

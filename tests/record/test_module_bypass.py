@@ -138,15 +138,28 @@ def test_a_cut_in_straight_line_code_is_seen_at_every_call(seen) -> None:
                                                              ("detach", "DetachingNet.hidden.bias")]
 
 
-def test_an_attribute_set_on_a_learnt_user_model_is_looked_at_again(seen) -> None:
-    model = Net()
+class ScaledNet(Net):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 0.5
 
-    def swap_head(step: int) -> None:
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(x)) * self.scale)
+
+
+@pytest.mark.parametrize("change", ["a new layer", "a constant"])
+def test_an_attribute_set_on_a_learnt_user_model_is_looked_at_again(seen, change: str) -> None:
+    model = ScaledNet()
+
+    def set_attribute(step: int) -> None:
         if step == 3:
-            model.out = nn.Linear(8, 1)
+            if change == "a new layer":
+                model.out = nn.Linear(8, 1)
+            else:
+                model.scale = 0.25
 
     with trace():
-        train(model, 5, seen, swap_head)
+        train(model, 5, seen, set_attribute)
     assert seen[3]["relu"] == 0 and seen[4]["relu"] == 1 and seen[5]["relu"] == 0
 
 

@@ -26,7 +26,7 @@ class Layers(nn.Module):
         self.linear = nn.Linear(4, 4)
         self.gain = nn.Parameter(torch.ones(4))
         self.register_buffer("offset", torch.zeros(4))
-        self.scale = 2.0
+        self.scale, self.shape = 2.0, (None, 4)
         self.plain = torch.ones(4, requires_grad=True)
 
 
@@ -69,9 +69,25 @@ class ConstantGlobal(Layers):
         return self.linear(x) * SCALE
 
 
-class PlainAttribute(Layers):
+class Constant(Layers):
     def forward(self, x):
-        return self.linear(x) * self.scale
+        return self.linear(x).view(-1, self.shape[1]) * self.scale
+
+
+class ListAttribute(Layers):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scales = [2.0]
+
+    def forward(self, x):
+        return self.linear(x) * self.scales[0]
+
+
+class ClassConstant(Layers):
+    SCALE = 2.0
+
+    def forward(self, x):
+        return self.linear(x) * self.SCALE
 
 
 class PlainTensor(Layers):
@@ -122,13 +138,14 @@ def run_linear(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return module.linear(x)
 
 
-def test_straight_line_code_reading_layers_parameters_buffers_and_training() -> None:
-    module = Straight()
-    assert straight_forward(module) and straight_class(Straight)
+@pytest.mark.parametrize("cls", [Straight, Constant], ids=lambda cls: cls.__name__)
+def test_straight_line_code_reading_layers_parameters_buffers_training_and_constants(cls) -> None:
+    module = cls()
+    assert straight_forward(module) and straight_class(cls)
     module(torch.randn(2, 4))  # and it runs
 
 
-@pytest.mark.parametrize("cls", [Branch, Loop, Helper, UserGlobal, ConstantGlobal, PlainAttribute, PlainTensor, NoGrad,
+@pytest.mark.parametrize("cls", [Branch, Loop, Helper, UserGlobal, ConstantGlobal, ListAttribute, ClassConstant, PlainTensor, NoGrad,
                                  PassesSelf, Lambda, StoresState, Decorated, CallsForward],
                          ids=lambda cls: cls.__name__)
 def test_code_whose_calls_can_depend_on_more_than_its_inputs(cls) -> None:

@@ -7,8 +7,9 @@ calling only torch (`straight_code`: the same torch calls on every call) runs wi
 when an earlier call of the same module, with inputs alike (dtype, device, dimensions, requires_grad, leaf,
 view, inference) and in the same training mode, went through the interceptor without a handler firing: the same
 code on alike inputs has nothing new to show. That is most of an op-bound network's tracing cost (each op
-through a torch-function mode pays a Python call). Anything that could make the record differ keeps the mode on:
-gradients off, values with a taint alive, the tool's per-op duties (``--nan``, drawing, snapshots, penalties
+through a torch-function mode pays a Python call). Calls with gradients off are learnt apart, and only of layers whose
+parameters and buffers need no gradient. Anything that could make the record differ keeps the mode on: values with a
+taint alive, the tool's per-op duties (``--nan``, drawing, snapshots, penalties
 waiting for a loss, plain tensors on modules), a user's leaf among the inputs. The layers under one that runs past
 the mode are called straight to their ``forward`` when ``nn.Module.__call__`` would go there too (no hooks, no
 compiled layer, no TorchScript trace): the tool's own wrapper then stands in for torch's two dispatch frames.
@@ -27,7 +28,8 @@ from gradcheck_l2c.record.locations import USER, frame_kind
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.straight_code import straight_class, straight_forward
 from gradcheck_l2c.record.torch_internals import (calls_go_to_forward, compiled, compiling_check, global_forward_hooks,
-                                                  hook_tables, innermost_mode_is, is_view, pop_mode, push_mode)
+                                                  hook_tables, innermost_mode_is, is_view, pop_mode, push_mode,
+                                                  weight_tables)
 
 _is_grad_enabled = torch.is_grad_enabled
 _is_compiling = compiling_check()
@@ -97,10 +99,11 @@ def layers_under(module: nn.Module) -> list[nn.Module] | None:
 _UNDESCRIBED = object()  # an input `signature` does not describe: the call goes through the mode
 
 
-def signature(args: tuple, kwargs: dict, user_leaves: dict, training: bool) -> tuple | None:
-    """What of a call's inputs decides what a torch layer's code does with autograd; None when a user's leaf is
-    among them (its ops are remembered one by one) or an input is of a kind not described here."""
-    parts: list[Any] = [training]
+def signature(args: tuple, kwargs: dict, user_leaves: dict, training: bool, grad: bool) -> tuple | None:
+    """What of a call's inputs decides what a torch layer's code does with autograd (and the training and grad
+    modes it runs in); None when a user's leaf is among them (its ops are remembered one by one) or an input is of a
+    kind not described here."""
+    parts: list[Any] = [training, grad]
     for value in args:
         part = _described(value, user_leaves)
         if part is _UNDESCRIBED:
@@ -133,11 +136,13 @@ class ModuleBypass:
     def __init__(self, state: TraceState, mode: Any) -> None:
         self.state, self.mode = state, mode
         self._clean: dict[int, tuple[weakref.ref, set[tuple]]] = {}  # module id -> input signatures seen clean
-        self._dirty: dict[int, weakref.ref] = {}  # modules a call of which fired a handler: always through the mode
-        # module id -> (its reference, the hook tables of it and of the torch layers under it, None when it is not
-        # all torch's own code; whether none of them is compiled): a table is replaced, and a layer compiled, only
-        # by an attribute assignment, which forgets this
-        self._layers: dict[int, tuple[weakref.ref, tuple[dict, ...] | None, bool]] = {}
+        # modules a call of which fired a handler, with gradients on and off: always through the mode in that grad mode
+        self._dirty: dict[int, weakref.ref] = {}
+        self._dirty_without_grad: dict[int, weakref.ref] = {}
+        # module id -> (its reference, the hook tables of it and of the layers under it, None when not all of them
+        # may pass; whether none of them is compiled; their parameter and buffer tables): a table is replaced, and a
+        # layer compiled, only by an attribute assignment, which forgets this
+        self._layers: dict[int, tuple[weakref.ref, tuple[dict, ...] | None, bool, tuple[dict, ...]]] = {}
         # 0, or how the calls under the torch layer that runs past the mode now are made (they need no look)
         self.passing = 0
 
@@ -162,7 +167,9 @@ class ModuleBypass:
             tables = None if below is None else tuple(
                 table for layer in (module, *below) for table in hook_tables(layer))
             uncompiled = below is not None and not any(map(compiled, (module, *below)))
-            entry = self._layers[ident] = (_reference(self._layers, ident, module), tables, uncompiled)
+            weights = () if below is None else tuple(
+                table for layer in (module, *below) for table in weight_tables(layer))
+            entry = self._layers[ident] = (_reference(self._layers, ident, module), tables, uncompiled, weights)
         tables = entry[1]
         return tables is not None and not any(tables)
 
@@ -171,9 +178,15 @@ class ModuleBypass:
         ``forward`` now: none is compiled, and ``nn.Module.__call__`` would go straight there too."""
         return self._layers[id(module)][2] and calls_go_to_forward()
 
+    def weights_require_grad(self, module: nn.Module) -> bool:
+        """Whether a parameter or buffer of ``module`` or of the layers under it (found by `may_pass`) requires grad:
+        with gradients off, its ops would cut it (`cuts.CutRecorder.no_grad_op`)."""
+        return any(tensor is not None and tensor.requires_grad
+                   for table in self._layers[id(module)][3] for tensor in table.values())
+
     def passable(self) -> bool:
-        """Nothing in the trace's state asks to see every op now (gradients on, no taint alive, the first
-        iteration over, no per-op duty)."""
+        """Nothing in the trace's state asks to see every op now (no taint alive, the first iteration over, no per-op
+        duty)."""
         state = self.state
         return (not state.origins.recording and not state.taints.by_id and not state.taints.numbers
                 and not state.terms.unplaced and not state.unregistered.held and not state.writes.snapshots
@@ -181,20 +194,24 @@ class ModuleBypass:
 
     def wrap(self, call: Callable[..., Any]) -> Callable[..., Any]:
         """``nn.Module.__call__`` that runs past the interceptor when it may, and learns when it may not."""
-        bypass, mode, clean, dirty = self, self.mode, self._clean, self._dirty
+        bypass, mode, clean = self, self.mode, self._clean
+        dirty, dirty_without_grad = self._dirty, self._dirty_without_grad
         scope, user_leaves = self.state.scope, self.state.registry.user_leaves
 
         def calling_module(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
             passing = bypass.passing
             if passing:  # a layer under one that runs past the mode: done at once
                 return self.forward(*args, **kwargs) if passing == STRAIGHT else call(self, *args, **kwargs)
-            ident = id(self)
-            if (not innermost_mode_is(mode) or _is_compiling() or ident in dirty
-                    or not _is_grad_enabled() or scope.quiet or not bypass.may_pass(self)):
+            ident, grad = id(self), _is_grad_enabled()
+            if (not innermost_mode_is(mode) or _is_compiling() or ident in (dirty if grad else dirty_without_grad)
+                    or scope.quiet or not bypass.may_pass(self)):
                 return call(self, *args, **kwargs)
             pop_mode()  # from here on, past the interceptor: reading the inputs is the tool's, not the script's
             try:
-                key = signature(args, kwargs, user_leaves, self.training)
+                # with gradients off, only layers whose weights need no gradient (an evaluation of weights given to
+                # functional_call, a frozen network): the others' calls are cuts of those weights
+                key = None if not grad and bypass.weights_require_grad(self) else signature(
+                    args, kwargs, user_leaves, self.training, grad)
                 entry = clean.get(ident)
                 if key is not None and entry is not None and key in entry[1] and bypass.passable():
                     passing = bypass.passing = STRAIGHT if bypass.straight(self) else THROUGH_CALL
@@ -208,17 +225,19 @@ class ModuleBypass:
                 return call(self, *args, **kwargs)
             before = mode.noted
             out = call(self, *args, **kwargs)
-            bypass.learn(self, key, fired=mode.noted != before)
+            bypass.learn(self, key, fired=mode.noted != before, grad=grad)
             return out
 
         return calling_module
 
-    def learn(self, module: nn.Module, key: tuple, fired: bool) -> None:
-        """A call of ``module`` on inputs ``key`` went through the interceptor; ``fired``: a handler acted."""
+    def learn(self, module: nn.Module, key: tuple, fired: bool, grad: bool) -> None:
+        """A call of ``module`` on inputs ``key`` went through the interceptor with gradients on or off (``grad``);
+        ``fired``: a handler acted."""
         ident = id(module)
         if fired:
             self._clean.pop(ident, None)
-            self._dirty[ident] = _reference(self._dirty, ident, module)
+            dirty = self._dirty if grad else self._dirty_without_grad
+            dirty[ident] = _reference(dirty, ident, module)
             return
         entry = self._clean.get(ident)
         if entry is None:

@@ -104,13 +104,16 @@ class Interceptor(TorchFunctionMode):
             self.writes.check_snapshots(func, args)
         taints = state.taints
         origins = self.origins
-        if not _is_grad_enabled():
-            self.noted += 1
-            if requires_grad_in(args, kwargs) and scope.pid == os.getpid():
-                self.cuts.no_grad_op(func, args, kwargs, out)
+        if not _is_grad_enabled():  # an op on inputs that need no gradient records nothing here
+            if requires_grad_in(args, kwargs):
+                self.noted += 1
+                if scope.pid == os.getpid():
+                    self.cuts.no_grad_op(func, args, kwargs, out)
             elif taints.by_id or taints.numbers:
+                self.noted += 1
                 taints.propagate(args, kwargs, out)
             if origins.recording:
+                self.noted += 1
                 origins.made_without_grad(out)
             return out
         if taints.by_id or taints.numbers:

@@ -58,6 +58,8 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_version": "a tensor's in-place write counter: autograd's own test for stale saved tensors",
     "_saved_": "prefix of an autograd node's saved tensors (reading a stale one tells which node saved it)",
     "_parameters": "the parameters a module registered itself, without its submodules'",
+    "_buffers": "the buffers a module registered itself: with the parameters, what a layer's ops read besides its "
+                "inputs (a call with gradients off cuts nothing when none of them requires grad)",
     "_save_to_state_dict": "on the stack: a detach is a state_dict() read",
     "_load_from_state_dict": "on the stack: a copy_ is a load_state_dict() write",
     "_apply": "on the stack: .to()/.half() writes results back into the same parameters",
@@ -233,6 +235,12 @@ def fx_node_trace(frame: Any) -> str | None:
 def own_parameters(module: torch.nn.Module) -> dict[str, Any]:
     """The parameters a module registered itself."""
     return module._parameters
+
+
+def weight_tables(module: torch.nn.Module) -> tuple[dict, dict]:
+    """A module's own parameters and buffers, by name: the same dicts for the module's life (``functional_call``
+    swaps the tensors inside them), unless an attribute assignment replaces one."""
+    return module._parameters, module._buffers
 
 
 #: Turns grad mode on or off in one call: ``--nan``'s check after every op runs with gradients off.

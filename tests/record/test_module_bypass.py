@@ -224,6 +224,53 @@ def test_gradients_off_and_new_inputs_go_through_the_mode(seen) -> None:
     assert traced.findings == []
 
 
+def test_with_gradients_off_layers_whose_weights_need_no_gradient_run_past_the_mode(seen) -> None:
+    """A frozen network evaluated under ``no_grad`` records nothing: learnt like a call with gradients on."""
+    def evaluate(model: nn.Module, seen: list[Counter[str]] | None) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        outputs = []
+        for _ in range(4):
+            if seen is not None:
+                seen.append(Counter())
+            with torch.no_grad():
+                outputs.append(model(torch.randn(6, 4)))
+        return outputs
+
+    expected = evaluate(mlp().requires_grad_(False).eval(), None)
+    with trace():
+        torch.ones(1, requires_grad=True).sum().backward()  # the first iteration (recorded whole) is over
+        outputs = evaluate(mlp().requires_grad_(False).eval(), seen)
+    assert all(torch.equal(a, b) for a, b in zip(outputs, expected))
+    assert seen[1]["linear"] == 2 and all(step["linear"] == step["gelu"] == 0 for step in seen[2:])
+
+
+def test_with_gradients_off_weights_that_require_grad_are_always_seen(seen) -> None:
+    """Weights swapped in by ``functional_call`` that need no gradient let the model be learnt under ``no_grad``; its
+    own parameters, which do, are cut by the same call: it goes through the mode, and the cut is reported."""
+    from torch.func import functional_call
+
+    model = mlp()
+    frozen = {name: value.detach().clone() for name, value in model.named_parameters()}
+    x, scale = torch.randn(6, 4), torch.ones(1, requires_grad=True)
+    line = test_with_gradients_off_weights_that_require_grad_are_always_seen.__code__.co_firstlineno + 18
+    with trace() as traced:
+        optimizer = torch.optim.SGD([*model.parameters(), scale], lr=0.1)
+        (scale * 2).sum().backward()  # the first iteration (recorded whole) is over
+        for _ in range(3):
+            seen.append(Counter())
+            with torch.no_grad():
+                functional_call(model, frozen, (x,))
+        seen.append(Counter())
+        with torch.no_grad():
+            target = model(x)
+        seen.append(Counter())
+        (target * scale).sum().backward()
+        optimizer.step()
+    assert seen[-5]["linear"] == 2 and seen[-4]["linear"] == seen[-3]["linear"] == 0  # the frozen weights' calls
+    assert seen[-2]["linear"] == 2  # its own parameters under no_grad: seen
+    assert {(f.kind, f.line) for f in traced.findings} == {("no_grad", line)}
+
+
 def test_a_layer_that_writes_in_place_keeps_the_mode() -> None:
     """Its writes can break a later backward: they are kept, and autograd's error still names the layer's line."""
     model = nn.Sequential(nn.Linear(4, 8), nn.Sigmoid())

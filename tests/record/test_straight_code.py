@@ -145,8 +145,8 @@ def test_straight_line_code_reading_layers_parameters_buffers_training_and_const
     module(torch.randn(2, 4))  # and it runs
 
 
-@pytest.mark.parametrize("cls", [Branch, Loop, Helper, UserGlobal, ConstantGlobal, ListAttribute, ClassConstant, PlainTensor, NoGrad,
-                                 PassesSelf, Lambda, StoresState, Decorated, CallsForward],
+@pytest.mark.parametrize("cls", [Branch, Loop, Helper, UserGlobal, ConstantGlobal, ListAttribute, ClassConstant,
+                                 PlainTensor, NoGrad, PassesSelf, Lambda, StoresState, Decorated, CallsForward],
                          ids=lambda cls: cls.__name__)
 def test_code_whose_calls_can_depend_on_more_than_its_inputs(cls) -> None:
     assert not straight_forward(cls())

@@ -130,8 +130,8 @@ def _described(value: Any, user_leaves: dict) -> Any:
 
 
 class ModuleBypass:
-    """Decides, per module call, whether a torch layer runs past the interceptor; learns from the calls that
-    go through it."""
+    """Decides, per module call, whether a torch layer or a straight-line module runs past the interceptor; learns
+    from the calls that go through it."""
 
     def __init__(self, state: TraceState, mode: Any) -> None:
         self.state, self.mode = state, mode
@@ -147,7 +147,8 @@ class ModuleBypass:
         self.passing = 0
 
     def changed(self) -> None:
-        """A torch layer got an attribute or a module a submodule: what was learnt may no longer hold."""
+        """A torch layer or a straight-line module got an attribute, or a module a submodule: what was learnt may no
+        longer hold."""
         self._layers.clear()
         self._clean.clear()
 

@@ -74,11 +74,10 @@ def passable_code(module: nn.Module) -> bool:
     """Whether a call of ``module`` does, with autograd, only what its inputs and layers decide: one of torch's
     own layers without user functions of its own, or a module whose ``forward`` is straight-line code calling
     only torch (`straight_code`)."""
+    if _runs_user_code(module):
+        return False
     cls = type(module)
-    if own_layer(cls):
-        return not _runs_user_code(module)
-    return (not cls.__module__.startswith(_NEVER) and not _runs_user_code(module)
-            and straight_forward(module))
+    return own_layer(cls) or (not cls.__module__.startswith(_NEVER) and straight_forward(module))
 
 
 def layers_under(module: nn.Module) -> list[nn.Module] | None:

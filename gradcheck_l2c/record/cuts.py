@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -122,29 +122,33 @@ class CutRecorder:
             chains[key] = chain
         return Taint(chains)
 
-    def reenter(self, kind: str, detail: str, sources: list[Any], targets: list[Tensor],
+    def reenter(self, kind: str, detail: str | Callable[[], str], sources: list[Any], targets: list[Tensor],
                 site: Site | None = None, given: dict[str, Any] | None = None) -> None:
         """Values come back in as a leaf (``load_state_dict``, ``copy_`` into a parameter, ...).
 
         Cuts of live history and earlier chains both get this event appended, and the targets
         carry the result: when they later feed a loss, the whole route is known. ``given``: what a
-        rewrap was given, recorded with each event with the cut the values came through.
+        rewrap was given, recorded with each event with the cut the values came through. ``detail`` may be a
+        function that words it, called only when an event is recorded.
         """
-        own = frozenset(k for k in (self.registry.key_of(t) for t in targets) if k is not None)
         live: set[int] = set()
         inherited: Taint | None = None
         for source in sources:
             inherited = self.taints.merge(inherited, self.taints.get(source))
             if isinstance(source, Tensor):
                 live |= self.reach(source)
-        live -= own
-        inherited = without(inherited, own)
+        if live or inherited is not None:
+            own = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
+            live -= own
+            inherited = without(inherited, own)
         if (not live and inherited is None) or in_distributed(1):
             for target in targets:
                 self.taints.discard(target)
             return
         if site is None:
             site = user_site(2)
+        if callable(detail):
+            detail = detail()
         onward = [k for k, c in inherited.chains.items() if c[-1].kind not in REENTRIES] if inherited else []
         events = {}
         for key in live.union(onward):

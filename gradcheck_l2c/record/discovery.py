@@ -13,7 +13,9 @@ from gradcheck_l2c.record.watch import WatchRegistry, owner_of
 
 
 def discover(registry: WatchRegistry, unregistered: UnregisteredLog, frame: Any) -> None:
-    """Learn modules and variable names from the user frames on the stack (cheap, no copies)."""
+    """Learn modules and variable names from the user frames on the stack (cheap, no copies); then, if anything that
+    names tensors changed since the last look (`WatchRegistry.changes`, a watched tensor gone), names every watched
+    tensor from the live modules and notes the tensors they hold unregistered (a walk of every module)."""
     while frame is not None:
         if frame_kind(frame.f_code.co_filename) == USER:
             for name, value in frame.f_locals.items():
@@ -25,6 +27,10 @@ def discover(registry: WatchRegistry, unregistered: UnregisteredLog, frame: Any)
             name_variables(registry, frame.f_locals)
         frame = frame.f_back
     adopt_attributes(registry)
+    if registry.changes == registry.looked_at and not registry.died:
+        unregistered.collect_constructed(registry)
+        return
+    registry.looked_at = registry.changes
     resolve_names(registry)
     unregistered.collect(registry)
 
@@ -37,3 +43,4 @@ def adopt_attributes(registry: WatchRegistry) -> None:
                 watched = registry.get(value)
                 if watched is not None and watched.owner is None:
                     watched.owner = owner_of(module, attr)
+                    registry.changes += 1

@@ -178,12 +178,8 @@ def on_copy(mode: Mode, func, args, kwargs):
     if target.requires_grad and target.is_leaf and not _is_grad_enabled():
         mode.writes.check_snapshots(func, tuple(sources))
         out = func(*args, **kwargs)
-        callers = library_callers(1)
-        if STATE_DICT_LOAD in callers:
-            label = "load_state_dict()"
-        else:
-            label = f".{func.__name__}()"
-        mode.cuts.reenter("state_dict_reload", label, sources, [target], site=user_site(1))
+        # the stack walks (whether load_state_dict copies, the user's line) only if a cut is recorded
+        mode.cuts.reenter("state_dict_reload", functools.partial(_copy_label, func), sources, [target])
         watched = state.registry.get(target)
         if watched is not None:
             watched.filled = True
@@ -194,6 +190,11 @@ def on_copy(mode: Mode, func, args, kwargs):
     elif state.taints:
         state.taints.mark(out, state.taints.of_args(args, kwargs))
     return out
+
+
+def _copy_label(func: Any) -> str:
+    """How a ``copy_`` into a parameter under ``no_grad`` is named: ``load_state_dict()`` when it made it."""
+    return "load_state_dict()" if STATE_DICT_LOAD in library_callers(1) else f".{func.__name__}()"
 
 
 def on_requires_grad(mode: Mode, func, args, kwargs):

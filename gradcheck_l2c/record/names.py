@@ -106,6 +106,7 @@ def _name(registry: WatchRegistry, tensor: torch.Tensor, name: str) -> None:
     watched = registry.get(tensor)
     if watched is not None and watched.variable is None and watched.owner is None and name != "self":
         watched.variable = name
+        registry.changes += 1
 
 
 def _unwrapped(module: nn.Module, variable: str | None) -> tuple[nn.Module, str | None]:

@@ -73,7 +73,8 @@ class Patches:
         self._undo.append(register_optimizer_step_pre_hook(self._before_step).remove)
         if self.state.grad_stats is not None:  # --grad-stats: each step's update beside its weight
             self._undo.append(register_optimizer_step_post_hook(self._after_step).remove)
-        self._replace(torch.optim.Optimizer, "zero_grad", self._clearing(self._quietly(torch.optim.Optimizer.zero_grad)))
+        self._replace(torch.optim.Optimizer, "zero_grad",
+                      wrappers.clearing(self.state, self._quietly(torch.optim.Optimizer.zero_grad)))
         self._replace(nn.Module, "zero_grad", self._quietly(nn.Module.zero_grad))
         for owner, name in GRADIENT_CLIPPING:  # they read and scale .grad only, under no_grad
             self._replace(owner, name, wrappers.clipping(self.state, self._quietly(getattr(owner, name))))
@@ -153,9 +154,10 @@ class Patches:
         setattr(owner, name, value)
 
     def _on_parameter(self, module: nn.Module, name: str, param: Any) -> None:
-        if param is None or not self.state.scope.in_trace_thread():
-            return
         state = self.state
+        state.registry.changes += 1  # the names of the module's tensors may change
+        if param is None or not state.scope.in_trace_thread():
+            return
         frame = user_frame(1)
         outer = inside_forward(frame.f_back if frame is not None else None)
         if outer is not None:
@@ -188,6 +190,7 @@ class Patches:
         """A module gets a submodule: remember the parent, so parameters are named from the outermost (and what
         the bypass learnt of module calls may no longer hold)."""
         self.bypass.changed()
+        self.state.registry.changes += 1
         if child is not None and self.state.scope.in_trace_thread() and inside_forward(user_frame(1)) is None:
             self.state.registry.add_module(parent)
             self._child_names[(id(parent), id(child))] = name
@@ -219,19 +222,6 @@ class Patches:
         self._quieted.add(owner)
         if _library_step(owner):
             self._replace(owner, "step", self._quietly(owner.__dict__["step"], steps=True))
-
-    def _clearing(self, zero_grad: Callable[..., Any]) -> Callable[..., Any]:
-        """An optimizer's ``zero_grad``, which also notes where it ran (the line that erased the gradients a
-        later ``step()`` finds missing)."""
-        state = self.state
-
-        @functools.wraps(zero_grad)
-        def clearing(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
-            if state.scope.in_trace_thread():
-                state.optimizers.cleared(optimizer, user_site(1))
-            return zero_grad(optimizer, *args, **kwargs)
-
-        return clearing
 
     def _quietly(self, original: Callable[..., Any], steps: bool = False) -> Callable[..., Any]:
         """``original`` (torch's ``zero_grad``, clipping, a step) run past the interceptor (or with it quiet): it reads and

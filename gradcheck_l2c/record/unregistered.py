@@ -116,8 +116,7 @@ class UnregisteredLog:
                     continue
                 seen.add(id(module))
                 self._collect(registry, module)
-        if self._constructed:
-            self._collect_constructed(registry)
+        self.collect_constructed(registry)
 
     def _collect(self, registry: WatchRegistry, module: nn.Module) -> None:
         owner = type(module).__name__
@@ -134,9 +133,11 @@ class UnregisteredLog:
                 hidden = frozenset(k for k in map(registry.key_of, _held_tensors(value)) if k is not None)
                 self.found[(owner, attr)] = Unregistered(site, problem, None, hidden)
 
-    def _collect_constructed(self, registry: WatchRegistry) -> None:
+    def collect_constructed(self, registry: WatchRegistry) -> None:
         """The Parameters made in a module's ``__init__`` that got gradients, are in no optimizer, and that no
         module registered: remembered under the attribute that holds them (or a copy of them)."""
+        if not self._constructed:
+            return
         hidden = {key for entry in self.found.values() for key in entry.keys}
         for key, ref in list(self._constructed.items()):
             watched, module = registry.all[key], ref()

@@ -161,6 +161,10 @@ class WatchRegistry:
         self.reached_at: dict[int, int] = {}
         self._shared: dict[Any, Any] = {}  # `shared`
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
+        # counts what can change names and module attributes (a new watched tensor or module, a name, an attribute
+        # set on a module): `discovery` looks at the modules again only when it moved, or a watched tensor died
+        self.changes = 0
+        self.looked_at = -1
         # Parameters made during the trace: their line, how many optimizers had been built then, and (once
         # one was) the line outside module constructors that asked for it (`locations.built_at`)
         self.created: dict[int, tuple[weakref.ref, Site | None, int, Site | None, bool]] = {}
@@ -198,6 +202,7 @@ class WatchRegistry:
             existing.explicit = existing.explicit or explicit
             if owner is not None and existing.owner is None:
                 existing.owner = owner_of(*owner)
+                self.changes += 1
             return existing
         key = len(self.all)
 
@@ -225,6 +230,7 @@ class WatchRegistry:
         )
         self.all.append(watched)
         by_id[ident] = watched
+        self.changes += 1
         return watched
 
     def shared(self, value: Any, key: Any = None) -> Any:
@@ -308,8 +314,10 @@ class WatchRegistry:
         entry = self.modules.get(id(module))
         if entry is None or entry[0]() is not module:
             self.modules[id(module)] = (weakref.ref(module), variable)
+            self.changes += 1
         elif variable and entry[1] is None:
             self.modules[id(module)] = (entry[0], variable)
+            self.changes += 1
 
     def live_modules(self) -> list[tuple[nn.Module, str | None]]:
         alive = []

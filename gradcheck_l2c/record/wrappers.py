@@ -111,14 +111,15 @@ def module_setattr(state: TraceState, original: Callable[..., Any],
                    changed: Callable[[nn.Module, str], None]) -> Callable[..., Any]:
     """``self.keys = torch.randn(...)``: remember where user code put a plain tensor, a list or a dict on a
     module (the line to change if what it holds was meant to learn), and where it set a submodule; ``changed``
-    hears of every attribute set."""
-    assigned = state.registry.assigned
-
-    placed = state.registry.placed
+    hears of every attribute set, as does the registry (`WatchRegistry.changes`; ``training`` names nothing)."""
+    registry = state.registry
+    assigned, placed = registry.assigned, registry.placed
 
     def setattr_(module: nn.Module, name: str, value: Any) -> None:
         original(module, name, value)
         changed(module, name)
+        if name != "training":
+            registry.changes += 1
         if value is True and name == "inplace" and state.scope.in_trace_thread():
             state.writes.layer_made_inplace(module, user_site(1))  # torch's layers' own switch
         elif name == "dim" and type(value) is int and state.scope.in_trace_thread() and not caller_is_user(1):
@@ -331,6 +332,18 @@ def clipping(state: TraceState, clip: Callable[..., Any]) -> Callable[..., Any]:
         return out
 
     return clipped
+
+
+def clearing(state: TraceState, zero_grad: Callable[..., Any]) -> Callable[..., Any]:
+    """An optimizer's ``zero_grad``, which also notes where it ran (the line that erased the gradients a later
+    ``step()`` finds missing)."""
+    @functools.wraps(zero_grad)
+    def cleared(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.scope.in_trace_thread():
+            state.optimizers.cleared(optimizer, user_site(1))
+        return zero_grad(optimizer, *args, **kwargs)
+
+    return cleared
 
 
 def scheduler_init(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:

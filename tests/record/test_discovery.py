@@ -1,0 +1,57 @@
+"""Discovery walks the live modules again only when something that names tensors changed: a steady training loop
+pays for the walk once, and a tensor set on a module late in a long run is still named after it."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from gradcheck_l2c import trace
+from gradcheck_l2c.record import discovery
+
+
+def test_steady_training_names_its_tensors_once(monkeypatch) -> None:
+    walks = []
+    resolve = discovery.resolve_names
+    monkeypatch.setattr(discovery, "resolve_names", lambda registry: (walks.append(1), resolve(registry)))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with trace() as traced:
+        for _ in range(120):  # past the 50th and 100th backward, where discovery looks again
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+    assert len(walks) == 1  # the first backward's; the trace's own last look is not discovery's
+    assert {w.name for w in traced.watched} == {"Sequential.0.weight", "Sequential.0.bias", "Sequential.2.weight",
+                                                "Sequential.2.bias"}
+
+
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.linear(x)
+        scales = getattr(self, "scales", [])
+        return out * scales[0].sum() if scales else out
+
+
+def train_with_late_attribute() -> None:
+    """The module and ``scale`` die before the trace ends: only discovery during the run can name ``scale`` after the
+    list attribute user code set on the module at the 10th step."""
+    scale = torch.ones(2, requires_grad=True)
+    model = Scaled()
+    x = torch.randn(5, 3)
+    for step in range(60):
+        if step == 10:
+            model.scales = [scale]
+        model(x).sum().backward()
+
+
+def test_a_tensor_set_on_a_module_late_in_a_long_run_is_named_after_it() -> None:
+    with trace() as traced:
+        train_with_late_attribute()
+    scale = next(w for w in traced.watched if w.shape == (2,))
+    assert scale.name == "Scaled.scales[0]"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import sys
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable
 
 import torch
@@ -52,8 +53,14 @@ def own_layer(cls: type) -> bool:
     return known
 
 
+#: Attribute values that are never callable (a module's own flags, hyper-parameters and tables): no look needed.
+_DATA = frozenset((bool, int, float, str, type(None), dict, OrderedDict, set, list, tuple))
+
+
 def _user_callable(value: Any) -> bool:
     """Whether ``value`` is a function, method, ``partial`` or callable object of user code."""
+    if type(value) in _DATA:
+        return False
     if isinstance(value, functools.partial):
         return _user_callable(value.func)
     code = getattr(value, "__code__", None)

@@ -312,7 +312,7 @@ def _library_copy(state: TraceState, tensor: Tensor, callers: tuple[str, ...]) -
         if watched is not None:
             watched.copied = True
         return True
-    if called_from(DIFFERENTIATORS, 2):
+    if callers and called_from(DIFFERENTIATORS, 2):  # without library frames in between, none of those files
         state.cuts.differentiated_by_library(tensor)
         return True
     return False

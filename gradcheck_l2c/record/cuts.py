@@ -133,9 +133,12 @@ class CutRecorder:
         """
         live: set[int] = set()
         inherited: Taint | None = None
+        taints = self.taints
         for source in sources:
-            inherited = self.taints.merge(inherited, self.taints.get(source))
-            if isinstance(source, Tensor):
+            tensor = isinstance(source, Tensor)
+            if not tensor or taints.by_id:  # a tensor's taint is kept by id (it is no TaintedFloat)
+                inherited = taints.merge(inherited, taints.get(source))
+            if tensor and source.requires_grad:  # else it reaches no watched tensor
                 live |= self.reach(source)
         if live or inherited is not None:
             own = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)

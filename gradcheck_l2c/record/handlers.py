@@ -115,6 +115,9 @@ def on_detach(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
     state = mode.state
     if tensor.requires_grad or state.taints:
+        if caller_is_user(2) and _cuts_nothing_new(state, tensor):  # `p.detach()` of a trained weight, say
+            state.taints.mark(out, state.taints.get(tensor))
+            return out
         callers = library_callers(1)
         if _library_copy(state, tensor, callers):
             state.taints.mark(out, state.taints.get(tensor))
@@ -133,6 +136,9 @@ def on_data_get(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
     state = mode.state
     if tensor.requires_grad or state.taints:
+        if caller_is_user(2) and _cuts_nothing_new(state, tensor):
+            state.taints.mark(out, state.taints.get(tensor))
+            return out
         if _library_copy(state, tensor, library_callers(1)):
             state.taints.mark(out, state.taints.get(tensor))
             return out
@@ -173,10 +179,13 @@ def on_grad_set(mode: Mode, func, args, kwargs):
 
 def on_copy(mode: Mode, func, args, kwargs):
     target = args[0]
-    sources = list(args[1:2]) + [v for v in kwargs.values() if isinstance(v, Tensor)]
     state = mode.state
     if target.requires_grad and target.is_leaf and not _is_grad_enabled():
-        mode.writes.check_snapshots(func, tuple(sources))
+        sources = list(args[1:2])
+        if kwargs:
+            sources += [v for v in kwargs.values() if isinstance(v, Tensor)]
+        if mode.writes.snapshots:
+            mode.writes.check_snapshots(func, tuple(sources))
         out = func(*args, **kwargs)
         # the stack walks (whether load_state_dict copies, the user's line) only if a cut is recorded
         mode.cuts.reenter("state_dict_reload", functools.partial(_copy_label, func), sources, [target])
@@ -302,6 +311,17 @@ def remember_site(out: Tensor, modules: list[str] | None = None) -> None:
         metadata["gradcheck_site"] = (site.file, site.line)
     if modules:
         metadata["gradcheck_module"] = modules[-1]
+
+
+def _cuts_nothing_new(state: TraceState, tensor: Tensor) -> bool:
+    """Whether a detach of ``tensor`` in user code records no cut (as `CutRecorder.cut` would find, at more cost): it
+    reaches no watched tensor, or a watched leaf whose gradient already arrived where meant (`TaintStore.settled`)."""
+    if not tensor.requires_grad:
+        return True
+    if graph.grad_fn_of(tensor) is not None:
+        return False
+    key = state.registry.key_of(tensor)  # an unwatched Parameter (made before the trace) is adopted by the cut
+    return not isinstance(tensor, torch.nn.Parameter) if key is None else key in state.taints.settled
 
 
 def _library_copy(state: TraceState, tensor: Tensor, callers: tuple[str, ...]) -> bool:

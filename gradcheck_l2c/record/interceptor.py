@@ -63,6 +63,7 @@ class Interceptor(TorchFunctionMode):
         self.handlers: dict[Any, Callable[..., Any]] = {**handler_table(), Tensor.backward: on_backward}
         self.user_leaves = state.registry.user_leaves
         self.terms = state.terms
+        self.taints = state.taints
         self.origins = state.origins
         self.unregistered = state.unregistered  # plain tensors fresh from a factory, and how modules use them
         self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
@@ -72,38 +73,40 @@ class Interceptor(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
-        if _is_compiling():  # dynamo is tracing a compiled region: step aside (see README, torch.compile)
-            return func(*args, **kwargs)
         scope = self.scope
-        if scope.quiet:
+        # torch's own optimizer code runs (nothing to see), or dynamo is tracing a compiled region: step aside
+        # (see README, torch.compile)
+        if scope.quiet or _is_compiling():
             return func(*args, **kwargs)
         handler = self.handlers.get(func)
         if type(func) is FunctionType and (func is Tensor.backward or func is torch.autograd.backward):
             # looked up by what they are named now, not in the table, built once per process (a script's wrapper
             # may have stood in for either then)
             handler, func = on_backward, replaced_backward(func, sys._getframe(2)) or func
-        state = self.state
-        try:
-            if handler is not None:
-                if handler not in PASSIVE_ON_PLAIN or not _is_grad_enabled() or requires_grad_in(args, kwargs):
-                    self.noted += 1
+        if handler is not None:
+            if handler not in PASSIVE_ON_PLAIN or not _is_grad_enabled() or requires_grad_in(args, kwargs):
+                self.noted += 1
+            try:
                 out = handler(self, func, args, kwargs)
                 if self.health is not None:
                     self.health.handled(handler in _BACKWARDS, func, args, kwargs, out)
                 if self.grad_stats is not None and handler is on_backward:
                     self.grad_stats.after_backward(args)
                 return out
+            except RuntimeError as error:
+                if handler not in _BACKWARDS:  # those were recorded as refused backwards
+                    self.state.op_failed(error, func, args, kwargs)
+                raise
+        try:
             out = func(*args, **kwargs)
         except RuntimeError as error:
-            if handler not in _BACKWARDS:  # those were recorded as refused backwards
-                state.op_failed(error, func, args, kwargs)
+            self.state.op_failed(error, func, args, kwargs)
             raise
         if self.health is not None:
             self.health.forward(func, args, kwargs, out)
         if self.writes.snapshots:
             self.writes.check_snapshots(func, args)
-        taints = state.taints
-        origins = self.origins
+        taints = self.taints
         if not _is_grad_enabled():  # an op on inputs that need no gradient records nothing here
             if requires_grad_in(args, kwargs):
                 self.noted += 1
@@ -112,53 +115,51 @@ class Interceptor(TorchFunctionMode):
             elif taints.by_id or taints.numbers:
                 self.noted += 1
                 taints.propagate(args, kwargs, out)
-            if origins.recording:
+            if self.origins.recording:
                 self.noted += 1
-                origins.made_without_grad(out)
+                self.origins.made_without_grad(out)
             return out
         if taints.by_id or taints.numbers:
             taints.propagate(args, kwargs, out)
-            state.terms.added(func, args, out)
+            self.terms.added(func, args, out)
         if kwargs and kwargs.get("inplace") is True and args and out is args[0]:  # F.relu(x, inplace=True): what
             self.noted += 1  # ReLU(inplace=True) runs; autograd refuses it on some inputs: such layers stay seen
-            if origins.recording and kwargs.get("training") is not False:  # placed in the first iteration
+            if self.origins.recording and kwargs.get("training") is not False:  # placed in the first iteration
                 self.writes.layer_wrote(out, func, sys._getframe(1))
         if type(out) is Tensor:
-            if not out.requires_grad:
-                # integer and bool results (argmax, comparisons, casts) of inputs with history are cuts;
-                # float results without grad are fresh tensors (zeros_like) or had no history anyway
-                if not out.is_floating_point():
-                    if requires_grad_in(args, kwargs):
-                        self.noted += 1
-                        non_differentiable(self, func, args, kwargs, [out])
-                elif func in INITIALISERS:  # weights that may be meant to learn (UnregisteredLog.made)
-                    self.noted += 1
-                    self.unregistered.made(out, f"torch.{func.__name__}")
-                elif self.unregistered.held:
-                    self.unregistered.derived(args, out)
-            else:
+            if out.requires_grad:
                 if func in NORMALISING and constant_over_one(self, func, args, kwargs, out):
                     self.noted += 1  # a softmax over one element is a constant
                 if self.unregistered.held:  # plain tensors fresh from a factory on modules: used as weights?
                     self.unregistered.used(args, sys._getframe(1))
-                if scope.record_sites or (self.user_leaves and args and id(args[0]) in self.user_leaves):
+                user_leaves = self.user_leaves
+                if scope.record_sites or (user_leaves and args and id(args[0]) in user_leaves):
                     # drawing, or an op on a user's leaf (`w = normalize(w)`): remember the line that made it
                     self.noted += 1
                     if out.grad_fn is not None:
                         remember_site(out, scope.module_path)
-            if origins.recording and out.requires_grad:
-                origins.made(out)  # the first iteration: the line, for autograd's errors
-            if self.terms.unplaced and out.requires_grad and out.numel() == 1:
-                self.terms.scalar_made(out)  # a penalty's gradients wait for a loss: where losses are made
+                if self.origins.recording:
+                    self.origins.made(out)  # the first iteration: the line, for autograd's errors
+                if self.terms.unplaced and out.numel() == 1:
+                    self.terms.scalar_made(out)  # a penalty's gradients wait for a loss: where losses are made
+            # integer and bool results (argmax, comparisons, casts) of inputs with history are cuts;
+            # float results without grad are fresh tensors (zeros_like) or had no history anyway
+            elif not out.is_floating_point():
+                if requires_grad_in(args, kwargs):
+                    self.noted += 1
+                    non_differentiable(self, func, args, kwargs, [out])
+            elif func in INITIALISERS:  # weights that may be meant to learn (UnregisteredLog.made)
+                self.noted += 1
+                self.unregistered.made(out, f"torch.{func.__name__}")
+            elif self.unregistered.held:
+                self.unregistered.derived(args, out)
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf and caller_is_user(1):
-                state.registry.watch_leaf(out, user_site(1), user_leaf=True)
+                self.state.registry.watch_leaf(out, user_site(1), user_leaf=True)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
             dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
             if dead and len(dead) < len(out):
                 self.noted += 1
                 non_differentiable(self, func, args, kwargs, dead)
-            if origins.recording and len(dead) < len(out):
-                origins.made(out)
+            if self.origins.recording and len(dead) < len(out):
+                self.origins.made(out)
         return out
-
-

@@ -132,13 +132,15 @@ def user_site(depth: int = 1) -> Site | None:
     return _site(frame)
 
 
-_sites: dict[tuple[int, int, int], tuple[CodeType, Site]] = {}  # (id(code), instruction, line) -> (code, its Site)
+#: (id(code), instruction) -> (code, its Site). The instruction tells the line: ``f_lineno`` decodes the code's
+#: line table at each read, a cost that grows with the length of the function.
+_sites: dict[tuple[int, int], tuple[CodeType, Site]] = {}
 
 
 def _site(frame: FrameType) -> Site:
     """The Site of the instruction ``frame`` runs now, made once per instruction (by code id: codes hash slowly)."""
     code = frame.f_code
-    key = (id(code), frame.f_lasti, frame.f_lineno)
+    key = (id(code), frame.f_lasti)
     entry = _sites.get(key)
     if entry is None or entry[0] is not code:
         filename = code.co_filename
@@ -204,8 +206,8 @@ def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
     return tuple((id(frame), frame.f_code, _site(frame)) for frame in _user_frames(sys._getframe(depth + 1)))
 
 
-#: The (id(code), instruction, line) of every user frame of a stack -> (those codes, kept so that their ids stay
-#: theirs; the Sites of those frames): a backward called from the same lines at every step finds them here.
+#: The (id(code), instruction) of every user frame of a stack -> (those codes, kept so that their ids stay theirs;
+#: the Sites of those frames): a backward called from the same lines at every step finds them here.
 _stacks: dict[tuple[int, ...], tuple[tuple[CodeType, ...], tuple[Site, ...]]] = {}
 
 
@@ -215,7 +217,7 @@ def user_stack_sites(depth: int = 1) -> tuple[Site | None, tuple[Site, ...]]:
     frames = _user_frames(sys._getframe(depth + 1))
     parts: list[int] = []
     for frame in frames:
-        parts += (id(frame.f_code), frame.f_lasti, frame.f_lineno)
+        parts += (id(frame.f_code), frame.f_lasti)
     key = tuple(parts)
     entry = _stacks.get(key)
     if entry is None:

@@ -34,7 +34,6 @@ from typing import Any, Callable
 
 import torch
 from torch import nn
-from torch.compiler import is_compiling
 from torch.nn.modules import module as module_hooks
 from torch.optim.lr_scheduler import LRScheduler
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -43,7 +42,8 @@ from gradcheck_l2c.record import wrappers
 from gradcheck_l2c.record.bypass import ModuleBypass
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, own_parameters, run_past
+from gradcheck_l2c.record.torch_internals import (DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, is_compiling, own_parameters,
+                                                  run_past)
 
 #: torch's gradient clipping, run past the interceptor like torch's optimizer steps: ~10% of a transformer's step.
 GRADIENT_CLIPPING = tuple((owner, name) for owner in (torch.nn.utils, torch.nn.utils.clip_grad)

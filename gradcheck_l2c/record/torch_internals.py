@@ -50,6 +50,10 @@ def compiling_check() -> Any:
     return compiler.is_compiling
 
 
+#: `compiling_check`'s test, for the patches that run at every step.
+is_compiling = compiling_check()
+
+
 #: Internal attributes of torch objects (not module-level names), and why.
 PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_execution_engine": "autograd's engine on torch.autograd.variable.Variable, through which every backward of "
@@ -176,7 +180,7 @@ def run_past(mode: Any, function: Callable[..., Any], *args: Any, **kwargs: Any)
     """``function(*args, **kwargs)`` with ``mode`` off the torch-function mode stack when it is the innermost mode
     and dynamo is not compiling: torch's own optimizer code then runs as it would untraced, without a call into
     the mode per tensor read (`patches.Patches._quietly`). Else with the stack as it is."""
-    if torch.compiler.is_compiling() or not innermost_mode_is(mode):
+    if is_compiling() or not innermost_mode_is(mode):
         return function(*args, **kwargs)
     pop_mode()
     try:

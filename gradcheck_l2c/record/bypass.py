@@ -28,12 +28,11 @@ from torch import nn
 from gradcheck_l2c.record.locations import USER, frame_kind
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.straight_code import straight_class, straight_forward
-from gradcheck_l2c.record.torch_internals import (calls_go_to_forward, compiled, compiling_check, global_forward_hooks,
-                                                  hook_tables, innermost_mode_is, is_view, pop_mode, push_mode,
+from gradcheck_l2c.record.torch_internals import (calls_go_to_forward, compiled, global_forward_hooks, hook_tables,
+                                                  innermost_mode_is, is_compiling, is_view, pop_mode, push_mode,
                                                   weight_tables)
 
 _is_grad_enabled = torch.is_grad_enabled
-_is_compiling = compiling_check()
 #: How many input signatures one module keeps as seen clean (a model fed many shapes keeps the mode for the rest).
 SIGNATURES_PER_MODULE = 16
 #: How the layers under one that runs past the mode are called: through ``nn.Module.__call__``, or (no hook, no
@@ -210,7 +209,7 @@ class ModuleBypass:
             if passing:  # a layer under one that runs past the mode: done at once
                 return self.forward(*args, **kwargs) if passing == STRAIGHT else call(self, *args, **kwargs)
             ident, grad = id(self), _is_grad_enabled()
-            if (not innermost_mode_is(mode) or _is_compiling() or ident in (dirty if grad else dirty_without_grad)
+            if (not innermost_mode_is(mode) or is_compiling() or ident in (dirty if grad else dirty_without_grad)
                     or scope.quiet or not bypass.may_pass(self)):
                 return call(self, *args, **kwargs)
             pop_mode()  # from here on, past the interceptor: reading the inputs is the tool's, not the script's

@@ -22,11 +22,10 @@ from gradcheck_l2c.record.handlers import (NORMALISING, PASSIVE_ON_PLAIN, consta
                                            non_differentiable, remember_site)
 from gradcheck_l2c.record.locations import LIBRARY, caller_is_user, frame_kind, user_site
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import compiling_check
+from gradcheck_l2c.record.torch_internals import is_compiling
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
-_is_compiling = compiling_check()
 _BACKWARDS = (on_backward, on_autograd_grad)
 #: Factories that initialise weights (not constants such as ones or full): what they make is remembered while
 #: it lives, so that a module holding it unregistered and unwritten is told apart from a computed constant.
@@ -76,7 +75,7 @@ class Interceptor(TorchFunctionMode):
         scope = self.scope
         # torch's own optimizer code runs (nothing to see), or dynamo is tracing a compiled region: step aside
         # (see README, torch.compile)
-        if scope.quiet or _is_compiling():
+        if scope.quiet or is_compiling():
             return func(*args, **kwargs)
         handler = self.handlers.get(func)
         if type(func) is FunctionType and (func is Tensor.backward or func is torch.autograd.backward):

@@ -50,7 +50,7 @@ def compiling_check() -> Any:
     return compiler.is_compiling
 
 
-#: `compiling_check`'s test, for the patches that run at every step.
+#: `compiling_check`'s test, read by the interceptor at every op and by the patches at every step.
 is_compiling = compiling_check()
 
 

@@ -31,7 +31,7 @@ from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import innermost_mode_is, pop_mode, push_mode
+from gradcheck_l2c.record.torch_internals import innermost_mode_is, is_compiling, pop_mode, push_mode
 from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.warning_sites import untraced_target
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -352,7 +352,7 @@ def scheduler_init(state: TraceState, original: Callable[..., Any]) -> Callable[
     @functools.wraps(original)
     def init(scheduler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> None:
         original(scheduler, optimizer, *args, **kwargs)
-        if state.scope.in_trace_thread() and not torch.compiler.is_compiling():
+        if state.scope.in_trace_thread() and not is_compiling():
             record = state.optimizers.live.get(id(optimizer))
             if record is not None and record.optimizer() is optimizer:
                 state.updates.scheduled(record, user_site(1))

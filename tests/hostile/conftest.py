@@ -40,6 +40,14 @@ def read_torch_state() -> dict[str, object]:
     }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def autograd_started_before_any_compile():
+    """The first backward of a process starts autograd's engine; started after ``torch.compile`` ran, it makes forked
+    children refuse every backward (torch's "Autograd and Fork"). A script trains before it forks, and so does this
+    process before any test, whichever order they run in (test_compile.py, then a fork test, alone)."""
+    torch.ones(1, requires_grad=True).sum().backward()
+
+
 @pytest.fixture
 def torch_state():
     """``torch_state()`` reads the state now (a fixture: test modules cannot import a conftest by name)."""

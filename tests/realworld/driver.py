@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
     names = [os.path.splitext(os.path.basename(program))[0] for program in programs]
     waiting = [(name, label, program) for name, program in zip(names, programs) for label in ("plain", "traced")]
     waiting.reverse()  # popped from the end: in order
-    parallel = max(1, min(2, len(os.sched_getaffinity(0))))
+    parallel = min(2, len(os.sched_getaffinity(0)))
     running: dict[int, tuple[str, str]] = {}
     statuses: dict[tuple[str, str], int] = {}
     while waiting or running:

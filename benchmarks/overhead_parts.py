@@ -100,10 +100,12 @@ def main() -> None:
             for label, context in CONTEXTS.items():
                 times[label].append(trace_overhead.measure(step, context, steps))
         base = statistics.median(times["untraced"])
-        traced, passing, off = (statistics.median(times[label]) / base for label in ("traced", "pass-through", "mode off"))
+        traced, passing, off = (statistics.median(times[label]) / base
+                                for label in ("traced", "pass-through", "mode off"))
         unit = "ms/run" if name == "l2c" else "ms/step"
         print(f"{name:12} {base * 1e3:7.2f} {unit:>6} {traced:6.2f}x {passing:12.2f}x {off:8.2f}x   "
               f"{(traced - passing) * 100:11.1f} {(passing - 1) * 100:9.1f}")
+
 
 if __name__ == "__main__":
     main()

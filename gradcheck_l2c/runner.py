@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.present.status import StatusLine, sharing_terminal
-from gradcheck_l2c.record.locations import claim_user_code
 from gradcheck_l2c.records import fails
 from gradcheck_l2c.termination import EXIT_TERMINATED, Terminated, terminable
 
@@ -75,6 +74,8 @@ class ScriptRunner:
                 self._find_module()
             else:
                 self._find_file()
+        from gradcheck_l2c.record.locations import claim_user_code  # loads torch: the CLI's --help runs without it
+
         claim_user_code(os.path.dirname(self.filename))
         self._code = _compile_file(self.filename)
 

@@ -61,3 +61,21 @@ def test_no_module_of_the_package_imports_an_extra(tmp_path):
     """, tmp_path)
     assert "gradcheck_l2c" in roots and "IPython" in roots  # the walk reached magic.py
     assert (roots - loaded_roots("import torch", tmp_path)) & EXTRA_ONLY == set()
+
+
+def test_the_cli_answers_help_version_and_rules_without_loading_torch(tmp_path):
+    """``gradcheck-l2c --version`` took two seconds while ``import torch`` ran for nothing."""
+    roots = loaded_roots("""
+        import contextlib, io
+        from gradcheck_l2c.cli import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["--version"]) == 0
+            assert main(["rules"]) == 0
+            try:
+                main(["trace", "--help"])
+            except SystemExit as done:
+                assert done.code == 0
+        assert "gradcheck-l2c" in out.getvalue() and "GC" in out.getvalue() and "--json" in out.getvalue()
+    """, tmp_path)
+    assert "gradcheck_l2c" in roots and "torch" not in roots

@@ -135,9 +135,9 @@ class Trace:
         if self._guard is not None:
             self._guard.release()  # last: a Ctrl-C held meanwhile is raised from here
 
-    def _progress(self, backward_count: int, events: int) -> None:
+    def _progress(self) -> None:
         if self.on_progress is not None and not self.forked:
-            self.on_progress(backward_count, events)
+            self.on_progress(self._state.clock.backwards, self._state.backwards.still_missing())
 
     def _judge(self) -> Any:
         from gradcheck_l2c.judge.run import judge

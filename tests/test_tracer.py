@@ -248,3 +248,18 @@ def test_a_bare_name_watches_every_tensor_so_named_and_a_module_name_its_subtree
         net(torch.ones(1, 2)).sum().backward()
     assert sorted(w.name for w in t.watched) == expected
     assert t.unmatched_patterns == []
+
+
+def test_a_progress_listener_hears_each_backward_with_the_tensors_still_missing():
+    """What the CLI's status line shows while a script runs: backward calls so far, and the watched tensors a cut
+    kept a gradient from that none has reached since."""
+    heard = []
+    tracer = trace()
+    tracer.on_progress = lambda calls, missing: heard.append((calls, missing))
+    with tracer:
+        w = torch.randn(3, requires_grad=True)
+        b = torch.randn(3, requires_grad=True)
+        (torch.tensor(w.sum().item()) + b.sum()).backward()  # w's value reaches the loss as a number only
+        b.sum().backward()
+        w.sum().backward()  # w is reached at last
+    assert heard == [(1, 1), (2, 1), (3, 0)]

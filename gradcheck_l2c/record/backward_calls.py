@@ -59,12 +59,11 @@ def on_autograd_grad(mode: Any, func, args, kwargs):
 
 
 def progress(mode: Any) -> None:
+    """A backward ended: the trace's progress listener, if any, hears of it (it counts what it shows only when
+    someone listens: that count grows with the tensors missing a gradient)."""
     callback = getattr(mode, "on_progress", None)
     if callback is not None:
-        state = mode.state
-        missed = state.backwards.missed
-        missing = sum(1 for key in missed if not state.registry.all[key].ever_grad) if missed else 0
-        callback(state.clock.backwards, missing)
+        callback()
 
 
 def _explained(state: TraceState, func, args, kwargs, roots: list[Tensor]) -> Any:

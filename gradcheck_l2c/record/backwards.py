@@ -133,6 +133,11 @@ class BackwardLog:
             optimizers.use.cut()
             self._capture(roots, missing)
 
+    def still_missing(self) -> int:
+        """How many watched tensors a backward missed by a cut and none has reached since."""
+        all_watched = self.registry.all
+        return sum(1 for key in self.missed if not all_watched[key].ever_grad)
+
     def _note_consumers(self, roots: list[Tensor], inputs: set[int] | None, derived: bool) -> set[int]:
         """Which op consumes each watched leaf this backward differentiates (all of them, or only its
         ``inputs``): the one to blame if no gradient arrives; returns the keys of those leaves in the graph.

@@ -265,16 +265,16 @@ def _in_module_apply() -> bool:
 
 
 def _handed_graph_tensors() -> tuple[bool, ...]:
-    """For each user frame above the cut's own, innermost first (as ``callers``): whether its function was called
-    with a tensor that requires grad among its arguments (a pipeline handed the tensor to optimise, which a
-    ``@torch.no_grad()`` on it cuts at the call), read from the running frames."""
+    """For the cut's own user frame and each one above it, innermost first (``callers`` less its first): whether its
+    function was called with a tensor that requires grad among its arguments (a pipeline handed the tensor to
+    optimise, which a ``@torch.no_grad()`` on it cuts at the call), read from the running frames."""
     frames, frame = [], sys._getframe(1)
     while frame is not None:
         if frame_kind(frame.f_code.co_filename) == USER:
             frames.append(frame)
         frame = frame.f_back
     handed = []
-    for frame in frames[1:]:
+    for frame in frames:
         code, values = frame.f_code, frame.f_locals
         names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
         handed.append(any(isinstance(values.get(name), Tensor) and values[name].requires_grad for name in names))

@@ -14,7 +14,8 @@ class EventExtra(TypedDict, total=False):
     rebuilds: bool  # no_grad: the op rebuilt a watched leaf out of place (an update step, `w = w - lr * g`)
     function: bool  # no_grad: a custom autograd Function's forward used the watched leaf without taking it as input
     callers: tuple[Site, ...]  # no_grad: the lines of the user frames that called the cut's function, innermost first
-    handed: tuple[bool, ...]  # no_grad: for each of those frames, whether its function got a tensor requiring grad
+    handed: tuple[bool, ...]  # no_grad: for the cut's frame and each of those, whether its function got a tensor
+    # requiring grad
     given: str  # tensor_rewrap: what was given ("tensor", "tensors", "array", "numbers", "number")
     requires_grad: bool  # tensor_rewrap: whether the new tensor was made with requires_grad=True
     came_from: tuple[str, Site | None] | None  # tensor_rewrap: the cut the values came through, and its line

@@ -256,9 +256,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b14_r3gan_r1_r2_penalties_detached":
         "first pass: cut_term w :11, inside the penalty helper (the gradient taken with create_graph=True, whose "
         "result reaches no loss), and non_differentiable info :17; the case names the .detach() of the penalty",
-    "b14_skyrl_kl_loss_helper_decorated_no_grad":
-        "first pass: cut_term w :11, the first line inside the @torch.no_grad() helper; the case names the call that "
-        "hands it the log-probs that require grad",
     "b14_open_instruct_grpo_kl_from_rollout_no_grad":
         "first pass: nothing; the KL term computed from a rollout pass under no_grad is added to a loss whose other "
         "term trains the same policy, so every weight got a gradient",

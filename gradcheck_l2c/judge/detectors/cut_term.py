@@ -24,9 +24,11 @@ def scan(run) -> list[Finding]:
         name = watched.name
         for event in chain:
             cut = run.cut_finding(event, name)  # its fix, and its place (a call made inside a no_grad block)
-            how = f"`{event.detail}` ran with gradients disabled and" if event.kind == "no_grad" else f"`{event.detail}`"
+            site = run.cut_site(event)
+            op = f"`{event.detail}`" if site == event.site else f"`{event.detail}` at {event.site}"
+            how = f"{op} ran with gradients disabled and" if event.kind == "no_grad" else op
             found.append(run.finding(
-                KIND, "warning", name, run.cut_site(event),
+                KIND, "warning", name, site,
                 f"{how} cut a term of the loss from {name}: the term added at {added_at} carries no gradient to it, "
                 f"so it adds nothing to {name}'s update, although the loss's other terms reach it.",
                 cut.fix, count, related={"symptom": added_at},

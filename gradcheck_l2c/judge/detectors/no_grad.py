@@ -97,17 +97,19 @@ def place(event: Event) -> Site | None:
 
 def _caller_under_no_grad(event: Event) -> tuple[Site, GradOff] | None:
     """When the cut's own function does not turn gradients off, the innermost caller line that runs inside a
-    block that does, and that block. Under a decorator: the call into the decorated function where that function
-    was handed a tensor that requires grad (a pipeline given the tensor to optimise), else the line in it."""
-    if grad_disabled_at(event.site) is not None:
-        return None
+    block that does, and that block. Under a decorator (the cut's own function's or a caller's): the call into the
+    decorated function where that function was handed a tensor that requires grad (a pipeline given the tensor to
+    optimise, a helper given log-probs), else the line in it."""
     callers = event.extra.get("callers", ())
-    handed = event.extra.get("handed", ())
+    handed = event.extra.get("handed", ())  # the cut's own function first, then the callers' functions
+    own = grad_disabled_at(event.site)
+    if own is not None:
+        return (callers[0], own) if own.form == "decorator" and handed[:1] == (True,) and callers else None
     for depth, caller in enumerate(callers):
         off = grad_disabled_at(caller)
         if off is None or off.form == "call":
             continue
-        if off.form == "decorator" and depth < len(handed) and handed[depth] and depth + 1 < len(callers):
+        if off.form == "decorator" and depth + 1 < len(handed) and handed[depth + 1] and depth + 1 < len(callers):
             return callers[depth + 1], off
         return caller, off
     return None

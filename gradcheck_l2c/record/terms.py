@@ -1,7 +1,7 @@
-"""Loss terms that carry no gradient: a scalar added to a loss while its values came from watched tensors
-only through a cut, although the loss's other terms do reach those tensors, so the term adds nothing to
-their update (a penalty computed under no_grad, from ``.detach()``, or from a gradient taken without
-``create_graph=True``)."""
+"""Loss terms that carry no gradient: a scalar added to a loss, or a per-sample term added before the loss is
+reduced, while its values came from watched tensors only through a cut, although the loss's other terms do reach
+those tensors, so the term adds nothing to their update (a penalty computed under no_grad, from ``.detach()``, or
+from a gradient taken without ``create_graph=True``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,6 +19,9 @@ from gradcheck_l2c.record.torch_internals import functions_off
 Tensor = torch.Tensor
 #: Ops that add terms into a loss; in-place forms included (``loss += term``).
 ADDITIONS = frozenset((Tensor.add, Tensor.sub, Tensor.add_, Tensor.sub_, torch.add, torch.sub, torch.stack, torch.cat))
+#: Of those, the ones that add a per-sample term before the loss is reduced (``(adv + beta * kl).mean()``). A
+#: difference is left out: the same network's detached TD target is subtracted per sample on purpose.
+ELEMENTWISE_SUMS = frozenset((Tensor.add, Tensor.add_, torch.add))
 #: Autograd nodes through which a loss's terms are summed, scaled and reduced: a dead term marked on one of
 #: them belongs to the loss; any other node (a layer, an error function) ends the walk.
 _TERM_NODES = frozenset(("AddBackward0", "AddBackward1", "SubBackward0", "SubBackward1", "MulBackward0",
@@ -92,13 +95,15 @@ class TermLog:
             self.unplaced.append(record)
 
     def added(self, func: Any, args: tuple, out: Any) -> None:
-        """An op that adds terms ran in grad mode while some values carry taint: when a scalar term without
-        gradient but with taint went into a result that has one, remember it on the result's node."""
+        """An op that adds terms ran in grad mode while some values carry taint: when a term without gradient but
+        with taint (a scalar, or per sample in a sum the loss reduces later) went into a result that has one,
+        remember it on the result's node; `check` finds it only on the nodes that sum, scale and reduce a loss."""
         if func not in ADDITIONS or not isinstance(out, Tensor) or out.grad_fn is None:
             return
         stacked = func is torch.stack or func is torch.cat
-        if not stacked and out.numel() != 1:
-            return  # not a term of a scalar loss (a layer's `w - lr * g`, a residual)
+        scalar = out.numel() == 1
+        if not stacked and not scalar and func not in ELEMENTWISE_SUMS:
+            return  # not a term of a loss (a layer's `w - lr * g`)
         dead, aside = None, []
         for arg in flat(args):
             if isinstance(arg, Tensor):
@@ -106,6 +111,8 @@ class TermLog:
                     continue
                 taint = self.taints.get(arg)
                 if arg.requires_grad and taint is not None:
+                    if not scalar:
+                        continue  # a per-sample value with a gradient of its own (a residual's input)
                     carried = self.reach.carrying(arg)
                     cut = {key: chain for key, chain in taint.chains.items() if key not in carried}
                     taint = self._zeroed(cut)

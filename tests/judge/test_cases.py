@@ -253,12 +253,6 @@ KNOWN_MISSES: dict[str, str] = {
         "a hit at the line of the expected kind (the README counts it), an error where the case says warning: "
         "erased gradients are an error in b5_byol_zero_grad_before_step and b7_dreambooth_lora_zero_grad_after_backward",
     # Batch 14, first pass on 017a301 and 9f22253, which record the same (tests/cases/README.md): what the tool said instead.
-    "b14_r3gan_r1_r2_penalties_detached":
-        "first pass: cut_term w :11, inside the penalty helper (the gradient taken with create_graph=True, whose "
-        "result reaches no loss), and non_differentiable info :17; the case names the .detach() of the penalty",
-    "b14_open_instruct_grpo_kl_from_rollout_no_grad":
-        "first pass: nothing; the KL term computed from a rollout pass under no_grad is added to a loss whose other "
-        "term trains the same policy, so every weight got a gradient",
     "b14_byola_set_trainable_skips_frozen_params":
         "first pass: nothing; parameters frozen before the trace saw them (requires_grad=False) are not watched",
     "b14_openhelix_new_token_rows_requires_grad_on_slice":

@@ -230,3 +230,64 @@ def test_a_penalty_that_reaches_a_backward_is_silent(snippet, use):
         opt.step()
     """)
     assert loud(found) == []
+
+
+@pytest.mark.parametrize("code", [
+    # a per-sample penalty detached before the batch mean (R3GAN#20)
+    """
+    for step in range(2):
+        penalty = model(x).pow(2).squeeze(1).detach()  # <- cut
+        loss = (F.softplus(model(x)).squeeze(1) + 0.5 * penalty).mean()  # <- added
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """,
+    # a per-token term computed in a rollout under no_grad, added before the masked mean (open-instruct#530)
+    """
+    with torch.no_grad():
+        old = model(x).squeeze(1)  # <- cut
+    mask = torch.ones(8)
+    for step in range(2):
+        new = model(x).squeeze(1)
+        loss = ((-new.sigmoid() + 0.05 * (old - 1.0)) * mask).sum() / mask.sum()  # <- added
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """,
+], ids=["per_sample_penalty", "per_token_rollout_term"])
+def test_a_dead_term_added_before_the_reduction_is_named_at_its_cut(snippet, code):
+    script, found = findings(snippet, code)
+    terms = [f for f in found if f.kind == "cut_term"]
+    assert {(f.line, f.tensor) for f in terms} == {(script.line("cut"), "Linear.weight"),
+                                                   (script.line("cut"), "Linear.bias")}
+    assert all({(p.role, p.line) for p in f.related} == {("symptom", script.line("added"))} for f in terms)
+
+
+@pytest.mark.parametrize("code", [
+    # a straight-through estimator: the detached difference rides on the input into the next layer (VQ-VAE)
+    """
+    decoder = nn.Linear(1, 1)
+    opt2 = torch.optim.SGD([*model.parameters(), *decoder.parameters()], lr=0.1)
+    for step in range(2):
+        z = model(x)
+        quantized = z.round()
+        loss = F.mse_loss(decoder(z + (quantized - z).detach()), y) + (z - quantized.detach()).pow(2).mean()
+        opt2.zero_grad()
+        loss.backward()
+        opt2.step()
+    """,
+    # a TD target of the same network subtracted per sample, the square written as a product
+    """
+    for step in range(2):
+        with torch.no_grad():
+            target = y + 0.9 * model(x)
+        error = model(x) - target
+        loss = (error * error).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """,
+], ids=["straight_through", "td_error_squared_by_hand"])
+def test_detached_values_riding_along_per_sample_stay_silent(snippet, code):
+    _, found = findings(snippet, code)
+    assert loud(found) == []

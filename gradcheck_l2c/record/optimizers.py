@@ -46,20 +46,20 @@ class OptimizerRecord:
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
     created: int = 0  # the count of steps when it was built
     reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
-    _ids: set[int] = field(default_factory=set)
+    _refs: dict[int, weakref.ref] = field(default_factory=dict)  # id -> the parameter (ids of dead ones are reused)
     _groups: int = -1
 
     def holds(self, tensor: torch.Tensor) -> bool:
-        """Whether it holds ``tensor``, counting groups added later with ``add_param_group``."""
+        """Whether it holds ``tensor``, counting groups added later with ``add_param_group`` (one lookup: a model of
+        thousands of parameters asks for each)."""
         optimizer = self.optimizer()
         if optimizer is not None and len(optimizer.param_groups) != self._groups:
             params = [p for group in optimizer.param_groups for p in group["params"]]
             self.params = [weakref.ref(p) for p in params]
-            self._ids = {id(p) for p in params}
+            self._refs = {id(p): ref for p, ref in zip(params, self.params)}
             self._groups = len(optimizer.param_groups)
-        if id(tensor) not in self._ids:
-            return False
-        return any(ref() is tensor for ref in self.params)
+        ref = self._refs.get(id(tensor))
+        return ref is not None and ref() is tensor
 
 
 def note_sources(record: OptimizerRecord, frame: Any, registry: WatchRegistry) -> None:

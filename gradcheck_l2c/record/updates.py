@@ -51,6 +51,12 @@ def _zero_grad(tensor: torch.Tensor) -> bool:
         return grad is None or not bool(grad.any())
 
 
+def _holds_at(group: dict, position: int, tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is still at ``position`` in the param group."""
+    params = group["params"]
+    return position < len(params) and params[position] is tensor
+
+
 def _lr_is_zero(group: dict) -> bool:
     lr = group.get("lr")
     if isinstance(lr, torch.Tensor):
@@ -112,6 +118,8 @@ class UpdateLog:
         self._written: dict[int, Site | None] = {}
         self._clipped_to_zero: Site | None = None
         self._records: list[Any] = []  # those records, kept so that their ids stay theirs
+        # optimizer -> id(parameter) -> (its param group, its position there): `_group_holding`
+        self._group_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def scheduled(self, record: Any, site: Site | None) -> None:
         """A learning-rate scheduler of the optimizer ``record`` stands for was built at ``site``."""
@@ -154,7 +162,7 @@ class UpdateLog:
         """``optimizer`` is about to step ``tensor`` (watched as ``key``) with its gradient, maybe first."""
         if key in self._pending or key in self._settled:
             return
-        group = next((g for g in optimizer.param_groups if any(p is tensor for p in g["params"])), None)
+        group = self._group_holding(optimizer, tensor)
         zero_lr = group is not None and _lr_is_zero(group)
         if zero_lr and self._schedule is None:
             self._schedule = _schedule_site(optimizer) or False
@@ -163,6 +171,18 @@ class UpdateLog:
                                       zero_lr, zero_grad)
         if zero_grad:
             self._zero_read.add(key)
+
+    def _group_holding(self, optimizer: Any, tensor: torch.Tensor) -> dict | None:
+        """The param group of ``optimizer`` that holds ``tensor``, from an index by id made once and again only when
+        it no longer tells (a model of thousands of parameters asks for each at its first step)."""
+        index = self._group_index.get(optimizer)
+        found = index.get(id(tensor)) if index is not None else None
+        if found is None or not _holds_at(*found, tensor):
+            index = self._group_index[optimizer] = {
+                id(p): (group, position) for group in optimizer.param_groups
+                if isinstance(group["params"], (list, tuple)) for position, p in enumerate(group["params"])}
+            found = index.get(id(tensor))
+        return found[0] if found is not None and _holds_at(*found, tensor) else None
 
     def backward(self, keys: set[int]) -> None:
         """A backward gave ``keys`` their gradient: for a parameter whose step read zeros, note whether this

@@ -59,6 +59,25 @@ def test_a_parameter_stepped_with_learning_rate_zero_is_not_fine(snippet):
     assert "no findings" not in traced.report()
 
 
+def test_the_rate_of_zero_is_read_from_the_group_that_holds_each_parameter(snippet):
+    """Of many layers, those in a group with a rate of 0 are the ones not updated, and a parameter appended to
+    another group's list in place is read with that group's rate (looked up by id, once per optimizer)."""
+    script, traced = run(snippet, """
+    layers = nn.Sequential(*[nn.Linear(4, 4) for _ in range(20)], nn.Linear(4, 1))
+    head = layers[-1]
+    frozen = [p for layer in layers[:-1] for p in layer.parameters()]
+    opt = torch.optim.SGD([{"params": frozen, "lr": 0.0}, {"params": [head.bias]}], lr=0.1)
+    opt.param_groups[1]["params"].append(head.weight)
+    for step in range(2):
+        opt.zero_grad()
+        F.mse_loss(layers(x), y).backward()
+        opt.step()  # <- step
+    """)
+    stuck = {f.tensor for f in traced.findings if f.kind == "no_update"}
+    assert len(stuck) == 40 and not stuck & {"Sequential.20.weight", "Sequential.20.bias"}
+    assert {f.line for f in traced.findings if f.kind == "no_update"} == {script.line("step")}
+
+
 def test_a_gradient_zeroed_between_backward_and_step_is_no_update(snippet):
     script, traced = run(snippet, """
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -101,8 +101,8 @@ class TermLog:
         if func not in ADDITIONS or not isinstance(out, Tensor) or out.grad_fn is None:
             return
         stacked = func is torch.stack or func is torch.cat
-        scalar = out.numel() == 1
-        if not stacked and not scalar and func not in ELEMENTWISE_SUMS:
+        per_sample = not stacked and out.numel() != 1
+        if per_sample and func not in ELEMENTWISE_SUMS:
             return  # not a term of a loss (a layer's `w - lr * g`)
         dead, aside = None, []
         for arg in flat(args):
@@ -111,7 +111,7 @@ class TermLog:
                     continue
                 taint = self.taints.get(arg)
                 if arg.requires_grad and taint is not None:
-                    if not scalar:
+                    if per_sample:
                         continue  # a per-sample value with a gradient of its own (a residual's input)
                     carried = self.reach.carrying(arg)
                     cut = {key: chain for key, chain in taint.chains.items() if key not in carried}

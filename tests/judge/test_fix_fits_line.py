@@ -190,6 +190,41 @@ def test_a_decorated_caller_handed_the_tensor_to_learn_is_named_at_the_call_into
     assert "torch.enable_grad()" in finding.fix
 
 
+def test_a_decorated_function_handed_the_tensor_to_learn_is_named_at_the_call_even_where_it_computes(snippet):
+    """The rule above holds for the cut's own function too: a ``@torch.no_grad()`` helper that computes directly on
+    the log-probs it was handed (b14_skyrl_kl_loss_helper_decorated_no_grad) is named at the call; one handed nothing
+    that requires grad (a frozen tower run on plain inputs, b13_bunny_vision_tower_forward_no_grad) at its own line."""
+    script, t = run(snippet, """
+    model = nn.Linear(4, 3)
+
+    @torch.no_grad()  # <- off
+    def scaled(logits):
+        return logits * 2  # <- inner
+
+    loss = F.cross_entropy(scaled(model(x)), y)  # <- call
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("call"))
+    assert {role: line for role, line in roles(finding).items() if role != "symptom"} == {
+        "disabled": script.line("off"), "used": script.line("inner")}
+    script, t = run(snippet, """
+    model = nn.Linear(4, 3)
+
+    @torch.no_grad()  # <- off
+    def features(inputs):
+        return model(inputs)  # <- inner
+
+    loss = F.cross_entropy(features(x), y)
+    loss.requires_grad_(True)
+    loss.backward()
+    print(model.weight.grad)
+    """)
+    finding = only(t.findings, "no_grad", script.line("inner"))
+    assert roles(finding)["disabled"] == script.line("off")
+
+
 def test_set_grad_enabled_false_before_the_line_is_named(snippet):
     script, t = run(snippet, """
     model = nn.Linear(4, 3)

@@ -15,7 +15,7 @@ from gradcheck_l2c.record.param_sources import group_left_out, params_built_at, 
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
 from gradcheck_l2c.record.torch_internals import functions_off
-from gradcheck_l2c.record.updates import UpdateLog
+from gradcheck_l2c.record.updates import UpdateLog, fingerprint
 from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
 _STRIDED = torch.strided
@@ -46,6 +46,7 @@ class OptimizerRecord:
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
     created: int = 0  # the count of steps when it was built
     reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
+    plain_leaves: bool = False  # it holds tensors the script made with requires_grad=True (no Parameters)
     _refs: dict[int, weakref.ref] = field(default_factory=dict)  # id -> the parameter (ids of dead ones are reused)
     _groups: int = -1
 
@@ -70,6 +71,32 @@ def note_sources(record: OptimizerRecord, frame: Any, registry: WatchRegistry) -
     if left is not None:
         record.group_site = left[0]
         record.group_keys = {registry.key_of(p) for p in left[1]} - {None}
+
+
+class LeftOutLeaves:
+    """Plain leaves the script made with ``requires_grad=True`` that got a gradient while optimizers held such leaves
+    but not them: a weight left out of the list never changes, an input whose gradient the script uses is changed by it
+    or made anew."""
+
+    def __init__(self, registry: WatchRegistry, events: EventLog) -> None:
+        self.registry, self.events = registry, events
+        self._first: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # key -> (the leaf, its values' fingerprint)
+
+    def first_gradient(self, key: int, tensor: torch.Tensor) -> None:
+        """The leaf ``key`` got its first gradient and no optimizer holds it: its values now, while it lives."""
+        first = self._first
+        first[key] = (weakref.ref(tensor, lambda _: first.pop(key, None)), fingerprint(tensor))
+
+    def end(self, records: list[OptimizerRecord]) -> None:
+        """The trace ends: such a leaf that no optimizer took since, that later backwards gave gradients too, and whose
+        values never changed is in no optimizer."""
+        for key, (ref, before) in list(self._first.items()):
+            watched, tensor = self.registry.all[key], ref()
+            if tensor is None or watched.optimized or watched.last_reached <= watched.first_reached \
+                    or any(record.holds(tensor) for record in records):
+                continue
+            if torch.equal(fingerprint(tensor), before):
+                self.events.record("optimizer", key, watched.site, "none")
 
 
 @dataclass
@@ -105,6 +132,7 @@ class OptimizerLog:
         self._last_step: dict[int, tuple[int, int]] = {}
         self._cleared: dict[int, tuple[Site | None, int, int]] = {}
         self.stepped_since: list[set[int]] = []  # the keys of each optimizer that stepped since the last backward
+        self.left_out = LeftOutLeaves(registry, events)  # plain leaves that optimizers holding such leaves left out
 
     def record_for(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
         """The record of ``optimizer``, made now if it was built before the trace; its watched
@@ -128,6 +156,7 @@ class OptimizerLog:
                 if watched is not None:
                     watched.optimized = True
                     record.keys.add(watched.key)
+                    record.plain_leaves = record.plain_leaves or (watched.user_leaf and not watched.is_parameter)
         return record
 
     def unstepped_names(self, frame: Any, reached: set[int]) -> None:
@@ -168,11 +197,16 @@ class OptimizerLog:
         self.unstepped.setdefault(key, set()).add(chain)
 
     def first_gradient(self, watched: Watched) -> None:
-        """A parameter's first gradient: is any optimizer going to use it? (Checked now, while it lives.)"""
+        """A watched leaf's first gradient: is any optimizer going to use it? (Checked now, while it lives.) A
+        parameter in none is told at once; a plain leaf the script made to learn, while optimizers hold such leaves
+        but not this one, is looked at again when the trace ends (`LeftOutLeaves`)."""
         tensor = watched.tensor
-        if watched.is_parameter and self.records and tensor is not None \
-                and not any(record.holds(tensor) for record in self.records):
+        if not self.records or tensor is None or any(record.holds(tensor) for record in self.records):
+            return
+        if watched.is_parameter:
             self.events.record("optimizer", watched.key, watched.site, "none")
+        elif watched.user_leaf and any(record.plain_leaves for record in self.records):
+            self.left_out.first_gradient(watched.key, tensor)
 
     def cleared(self, optimizer: Any, site: Site | None) -> None:
         """``optimizer.zero_grad()`` ran at ``site``."""

@@ -133,6 +133,7 @@ class TraceState:
         self.unregistered.collect_initialised(self.registry)
         self.terms.resolve(self.optimizers.stepped_since)
         self.updates.compare()
+        self.optimizers.left_out.end(self.optimizers.records)
         for watched in self.registry.all:
             watched.placed = self.registry.placements(watched)
             if watched.built_at is not None:

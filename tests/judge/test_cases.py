@@ -260,9 +260,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b14_edsnlp_ner_update_labels_rebinds_linear":
         "first pass: optimizer w :48 (the optimizer built before the swap) and unused_parameter w :16; the case "
         "names the line that swapped the new Linear's parameters into the module",
-    "b14_spytorch_recurrent_v1_not_in_params":
-        "first pass: nothing; a plain requires_grad leaf that gets a gradient but is in no optimizer is not told "
-        "apart from an input whose gradient is read",
     "b14_pilot_dualprompt_param_groups_generator":
         "first pass: nothing; a param group whose 'params' is a generator, used up by the first zero_grad(), steps "
         "no tensor from then on",

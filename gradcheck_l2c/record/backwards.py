@@ -117,6 +117,8 @@ class BackwardLog:
             taint = taints.merge(taint, taints.get(root))
         if taint is None:
             return
+        if self.terms.first_order and reached:
+            self.terms.stepped_without_graph(taint, reached)
         missing: dict[int, list[Chain]] = {}
         for key, chain in taint.chains.items():
             if key in reached or (inputs is not None and key not in inputs):

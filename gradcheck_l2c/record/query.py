@@ -89,8 +89,7 @@ class TraceRecord:
 
     def leaf_names(self, node: Any) -> list[str]:
         """Names of the watched leaves an autograd node's graph reaches (for "the gradient went to ...")."""
-        get = self._registry.get
-        return [w.name for w in map(get, graph.leaf_tensors([node])) if w is not None]
+        return [w.name for w in map(self._registry.get, graph.leaf_tensors([node])) if w is not None]
 
     # ---- what happened ------------------------------------------------------------------------
 
@@ -125,8 +124,7 @@ class TraceRecord:
         return self._backwards.consumers.get(key)
 
     def under_derivative(self, key: int) -> bool:
-        """Whether a watched leaf was in the graph of an output that ``autograd.grad(create_graph=True)``
-        differentiated to other inputs (a loss on that derivative may rightly not depend on it)."""
+        """Whether a watched leaf was in the graph of ``autograd.grad(create_graph=True)`` taken to other inputs."""
         return key in self._backwards.under_derivative
 
     @property
@@ -152,6 +150,11 @@ class TraceRecord:
     def dead_terms(self) -> dict[tuple[Site | None, int, Chain], int]:
         """(where a dead loss term was added, the watched key it was cut from, the cuts) -> how many backwards."""
         return self._terms.found
+
+    @property
+    def first_order_steps(self) -> dict[tuple[Site | None, int, Chain], int]:
+        """(where ``w - lr * g`` stepped ``w`` on a gradient without graph, ``w``'s key, the cut) -> backwards through it."""
+        return self._terms.first_order_found
 
     @property
     def taken_gradients(self) -> list[TakenGradient]:

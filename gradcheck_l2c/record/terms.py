@@ -76,6 +76,9 @@ class TermLog:
         #: terms the last backward summed that reach some tensors it reached otherwise only through a cut:
         #: (where added, the cut key, the cuts) -> the keys the term does carry, judged by the steps that follow
         self.pending: dict[tuple[Site | None, int, Chain], frozenset[int]] = {}
+        #: gradient steps ``w - lr * g`` on watched leaves with a gradient taken without a graph: (key, cut) -> line
+        self.first_order: dict[tuple[int, Chain], Site | None] = {}
+        self.first_order_found: dict[tuple[Site | None, int, Chain], int] = {}  # and the backwards that reached them
 
     def took_gradients(self, grads: Any, roots: list[Tensor]) -> None:
         """``autograd.grad(..., create_graph=True)`` returned ``grads`` from user code: watch their nodes, so
@@ -102,6 +105,8 @@ class TermLog:
             return
         stacked = func is torch.stack or func is torch.cat
         per_sample = not stacked and out.numel() != 1
+        if not stacked:
+            self._gradient_step(args)
         if per_sample and func not in ELEMENTWISE_SUMS:
             return  # not a term of a loss (a layer's `w - lr * g`)
         dead, aside = None, []
@@ -131,6 +136,28 @@ class TermLog:
         if aside:
             out.grad_fn.metadata[_ASIDE] = (user_site(2), aside)
             self.marked += 1
+
+    def _gradient_step(self, args: tuple) -> None:
+        """``w - lr * g`` in grad mode, ``w`` a watched leaf and ``g`` its gradient taken without create_graph=True
+        (MAML's inner step): where the step was taken, for a backward whose loss reaches ``w`` through it."""
+        tensors = [arg for arg in flat(args) if isinstance(arg, Tensor)]
+        keys = frozenset().union(*(self.reach(t) for t in tensors if t.is_leaf and t.requires_grad))
+        for arg in tensors:
+            taint = None if arg.requires_grad or not keys else self.taints.get(arg)
+            for key, chain in taint.chains.items() if taint is not None else ():
+                if key in keys and chain[-1].kind == "grad_no_graph":
+                    self.first_order.setdefault((key, chain), user_site(3))
+
+    def stepped_without_graph(self, taint: Taint, reached: set[int]) -> None:
+        """A backward reached watched tensors whose loss was also computed from a gradient step on them with a
+        gradient taken without a graph (`_gradient_step`): the loss reaches them only directly, the term through
+        the gradient (the second-order one) is cut. Once per step line and tensor, unless a dead term names it."""
+        named = {(key, chain) for _, key, chain in self.found}
+        for key, chain in taint.chains.items():
+            site = self.first_order.get((key, chain)) if key in reached else None
+            if site is not None and (key, chain) not in named:
+                index = (site, key, chain)
+                self.first_order_found[index] = self.first_order_found.get(index, 0) + 1
 
     @staticmethod
     def _zeroed(cut: dict[int, Chain]) -> Taint | None:

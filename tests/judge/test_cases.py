@@ -47,9 +47,6 @@ KNOWN_MISSES: dict[str, str] = {
         "says all 4 watched tensors got a gradient: the list(model.parameters()) snapshot aliasing live "
         "weights is not reported",
     # Batch 5, first pass (tests/cases/README.md): what the tool said instead.
-    "b5_maml_grad_without_create_graph":
-        "says all 4 watched tensors got a gradient: the inner autograd.grad without create_graph (the cut "
-        "second-order term) is not reported",
     "b5_hier_dependence_loss_argmax":
         "cut_term warnings at the argmax lines 38/39, not at the torch.where indicator on 41 that the fix "
         "replaces",

@@ -291,3 +291,45 @@ def test_a_dead_term_added_before_the_reduction_is_named_at_its_cut(snippet, cod
 def test_detached_values_riding_along_per_sample_stay_silent(snippet, code):
     _, found = findings(snippet, code)
     assert loud(found) == []
+
+
+INNER_STEP = """
+params = list(model.parameters())
+for step in range(3):
+    inner = F.mse_loss(F.linear(x, *params), y)
+    grads = torch.autograd.grad(inner, params{create_graph})  # <- cut
+    fast = [p - 0.1 * g for p, g in zip(params, grads)]  # <- step
+    outer = F.mse_loss(F.linear(x, *fast), y)
+    opt.zero_grad()
+    outer.backward()
+    opt.step()
+"""
+
+
+def test_an_inner_step_on_a_gradient_without_graph_is_named_at_autograd_grad(snippet):
+    # MAML's inner loop: the outer loss still reaches the weights directly, but not through the gradient
+    script, found = findings(snippet, INNER_STEP.format(create_graph=""))
+    cut = [f for f in found if f.kind == "cut_term"]
+    assert {(f.line, f.tensor, f.severity) for f in cut} == {(script.line("cut"), "Linear.weight", "warning"),
+                                                            (script.line("cut"), "Linear.bias", "warning")}
+    assert all(any(p.role == "symptom" and p.line == script.line("step") for p in f.related) for f in cut)
+    assert "second-order" in cut[0].message and "create_graph=True" in cut[0].fix
+
+
+def test_an_inner_step_with_create_graph_is_silent(snippet):
+    _, found = findings(snippet, INNER_STEP.format(create_graph=", create_graph=True"))
+    assert loud(found) == []
+
+
+def test_a_gradient_without_graph_that_only_scales_a_loss_is_silent(snippet):
+    # a loss weighted by a gradient norm taken as a constant: no step on the weights is built from the gradient
+    _, found = findings(snippet, """
+    for step in range(3):
+        loss = F.mse_loss(model(x), y)
+        (g,) = torch.autograd.grad(loss, [model.weight], retain_graph=True)
+        weighted = loss / (g.norm() + 1.0)
+        opt.zero_grad()
+        weighted.backward()
+        opt.step()
+    """)
+    assert loud(found) == []

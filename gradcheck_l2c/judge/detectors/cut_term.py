@@ -33,7 +33,28 @@ def scan(run) -> list[Finding]:
                 f"so it adds nothing to {name}'s update, although the loss's other terms reach it.",
                 cut.fix, count, related={"symptom": added_at},
             ))
-    return found + _unused_gradients(run)
+    return found + _first_order(run) + _unused_gradients(run)
+
+
+def _first_order(run) -> list[Finding]:
+    """A gradient step ``w - lr * g`` with ``g`` taken without ``create_graph=True`` fed a loss whose backward reached
+    ``w`` (MAML's inner loop): the loss reaches ``w`` only directly, the term through ``g`` is cut. At the cut."""
+    found = []
+    for (step_at, key, chain), count in run.record.first_order_steps.items():
+        watched = run.record.watched_at(key)
+        if key not in run.keys or not run.optimized_param(watched):
+            continue
+        name, event = watched.name, chain[-1]
+        found.append(run.finding(
+            KIND, "warning", name, run.cut_site(event),
+            f"`{event.detail}` returned the gradient of {name} without a graph, and the step at {step_at} "
+            f"({name} - lr * grad) fed a loss: that loss reaches {name} only directly, so the second-order term of its "
+            "update, through the gradient, is cut (a first-order update).",
+            "pass create_graph=True to torch.autograd.grad here for the full (second-order) update; if a first-order "
+            "approximation is meant, suppress this finding.",
+            count, related={"symptom": step_at},
+        ))
+    return found
 
 
 def _unused_gradients(run) -> list[Finding]:

@@ -65,6 +65,7 @@ class Patches:
 
     def install(self) -> None:
         for register, hook in ((module_hooks.register_module_parameter_registration_hook, self._on_parameter),
+                               (module_hooks.register_module_buffer_registration_hook, self._on_buffer),
                                (module_hooks.register_module_module_registration_hook, self._on_submodule)):
             self._undo.append(register(hook).remove)
         if self.state.scope.record_sites:
@@ -167,6 +168,11 @@ class Patches:
         state.registry.add_module(module)
         state.registry.watch_leaf(param, user_site(1), owner=(module, name))
         state.registry.user_leaves.pop(id(param), None)  # a module's parameter, used by name in forward
+
+    def _on_buffer(self, module: nn.Module, name: str, buffer: Any) -> None:
+        """``register_buffer`` given a tensor that requires grad (a Parameter): parameters() will not hold it."""
+        if isinstance(buffer, torch.Tensor) and buffer.requires_grad and self.state.scope.in_trace_thread():
+            self.state.unregistered.buffered(self.state.registry, module, name, buffer, user_site(1))
 
     def _enter_module(self, module: nn.Module, args: Any) -> None:
         """Track which module's forward runs, so drawn nodes can be grouped by module (not while dynamo

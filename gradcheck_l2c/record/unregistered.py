@@ -27,7 +27,8 @@ class Unregistered(NamedTuple):
     without grad that user code treated as learnable, its ``symptom`` the line that did) or ``initialised``
     (a plain tensor from ``factory`` that nothing wrote, held by a module of a model an optimizer stepped),
     ``copied`` (a Parameter made in the module's ``__init__`` that it holds only as a computed copy) or
-    ``elsewhere`` (such a Parameter kept in a plain object or container below the attribute).
+    ``elsewhere`` (such a Parameter kept in a plain object or container below the attribute), ``buffer`` (a tensor
+    that requires grad registered with ``register_buffer``).
     ``keys``: the watched tensors it hides from ``parameters()``."""
 
     site: Site | None
@@ -54,6 +55,14 @@ class UnregisteredLog:
         """User code made the Parameter ``key`` while ``module``'s ``__init__`` ran: it should register it."""
         if key is not None and module is not None:
             self._constructed[key] = weakref.ref(module)
+
+    def buffered(self, registry: WatchRegistry, module: nn.Module, name: str, tensor: torch.Tensor,
+                 site: Site | None) -> None:
+        """``module`` registered the watched ``tensor``, which requires grad, as a buffer (``register_buffer("length",
+        param)``): a buffer is no parameter, so neither parameters() nor an optimizer built from it holds it."""
+        key = registry.key_of(tensor)
+        if key is not None:
+            self.found[(type(module).__name__, name)] = Unregistered(site, "buffer", None, frozenset({key}))
 
     def made(self, tensor: torch.Tensor, factory: str) -> None:
         """An initialising factory made a plain floating-point tensor (kept while it lives)."""

@@ -39,6 +39,19 @@ def scan(run) -> list[Finding]:
                 "constant).",
             ))
             continue
+        if problem == "buffer":
+            watched = run.record.watched_at(next(iter(hidden)))
+            if watched.optimized or not watched.ever_grad:
+                continue  # trained by hand, or never given a gradient: a buffer that requires grad does no harm
+            found.append(run.finding(
+                KIND, "warning", name, site,
+                f"{name} is registered as a buffer (register_buffer) although it requires grad: a buffer is no "
+                "parameter, so parameters() and the optimizers built from it do not hold it; it gets gradients but "
+                "never learns.",
+                f"register it as a parameter: self.register_parameter('{attr}', nn.Parameter(...)) (or "
+                f"self.{attr} = nn.Parameter(...)); keep register_buffer for tensors that should not learn.",
+            ))
+            continue
         if problem in ("copied", "elsewhere"):
             found_at = not attr.startswith("<")
             held = ("only a tensor computed from it (the copy `.to()`, `.float()` or `.cuda()` returns)"

@@ -94,7 +94,8 @@ class FailureRecorder:
         saver_site = graph.node_site(saver)
         symptom = user_site(2)
         self._reentered(roots)
-        write = self._write(shape, first, exact=True) or self._write(shape, stale, exact=True)
+        write = _write_into(saver, self.writes.recent, first) or self._write(shape, first, exact=True) \
+            or self._write(shape, stale, exact=True)
         step = self._stepped([(shape, stale)] + pairs) if write is None else None
         if step is not None:
             optimizer = _optimizer_name(step)
@@ -164,6 +165,21 @@ class FailureRecorder:
             for event in chain:
                 cut.setdefault((event.site, event.detail, event.kind), []).append(watched.name)
         return Graphless(tuple((*place, tuple(dict.fromkeys(names))) for place, names in cut.items()))
+
+
+def _write_into(saver: Any, writes: Any, version: int) -> Any:
+    """The latest write that left a tensor at ``version`` whose history before it is among the nodes ``saver`` takes
+    its inputs from (through the views it saved, a few nodes down): the write into the very tensor it saved, where
+    several tensors of that shape were written (a module called twice on one input it changes in place)."""
+    if saver is None:
+        return None
+    inputs = {id(node) for node in graph.iter_nodes([child for child, _ in saver.next_functions if child is not None],
+                                                    _SAVED_INPUT_NODES)}
+    return next((w for w in reversed(writes) if w.version == version and w.before in inputs), None)
+
+
+#: How many nodes below a saving node are looked at for the history of the tensor it saved (views of it).
+_SAVED_INPUT_NODES = 8
 
 
 def _optimizer_name(record: OptimizerRecord) -> str:

@@ -26,6 +26,7 @@ class InplaceWrite(NamedTuple):
     op: str
     shape: tuple[int, ...]
     version: int
+    before: int = 0  # the id of the autograd node the tensor came from before the write (0: none)
 
 
 @dataclass
@@ -95,7 +96,10 @@ class WriteLog:
     def wrote(self, target: torch.Tensor, site: Site | None, label: str) -> None:
         """An in-place write in grad mode. On a tensor with history autograd records it, so it does not cut
         the path: the graph is walked once per place and operation, not once per call."""
-        self.recent.append(InplaceWrite(site, label, tuple(target.shape), version(target)))
+        node = target.grad_fn
+        inputs = node.next_functions if node is not None else ()
+        before = id(inputs[0][0]) if inputs and inputs[0][0] is not None else 0
+        self.recent.append(InplaceWrite(site, label, tuple(target.shape), version(target), before))
         if not target.requires_grad:
             return
         note = self.notes.get((site, label))

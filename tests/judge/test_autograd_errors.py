@@ -833,6 +833,30 @@ def test_an_indexed_write_into_a_tensor_a_later_op_saved_is_named_at_the_write(s
         [("inplace_saved", script.line("inplace_saved"))]
 
 
+def test_a_module_called_twice_on_an_input_it_masks_in_place_is_named_at_that_write(snippet):
+    """An encoder masks its input in place, then normalises a view of it (which saves the view); called twice on
+    one input, its second mask makes the first call's saved view stale. A later write of the same shape and
+    version into another tensor (the output masked again) is not the one: the write into the saved tensor is."""
+    script, t, error = traced(snippet, """
+    mask = (torch.arange(5) < 3).float().view(1, 5, 1)
+    norm = nn.LayerNorm(4)
+
+    def encode(seqs):
+        seqs *= mask  # <- inplace_saved
+        out = norm(seqs.transpose(0, 1)).transpose(0, 1) * 2.0
+        out += 1.0
+        out *= mask
+        return out
+
+    emb = torch.randn(2, 5, 4, requires_grad=True) * 1.0
+    loss = encode(emb).sum() + encode(emb).sum()
+    loss.backward()
+    """)
+    assert error is not None and "modified by an inplace operation" in str(error)
+    assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
+        [("inplace_saved", script.line("inplace_saved"))]
+
+
 def test_computed_weights_loaded_into_a_model_the_graph_saved_are_named_at_the_load(snippet):
     """Weights computed with a graph and copied in by load_state_dict, then replaced again before backward:
     the copy of computed weights is the cut the backward was meant to differentiate through."""

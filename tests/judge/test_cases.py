@@ -237,9 +237,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b13_pytroubles_gan_extra_generator_steps_freed_fake":
         "first pass: autograd_error e :35; left: the fake is made after the first iteration, whose lines alone are "
         "recorded for autograd's errors, so the refused backward is named",
-    "b13_fast_transformers_recurrent_state_iadd":
-        "first pass: inplace_saved e :28; left: of two in-place writes, the one into the tensor PyTorch's message "
-        "names (Si) is named; the case names the first write (Zi)",
     "b13_avalanche_ewc_penalty_on_saved_slice":
         "first pass: nothing; left: the penalty is exactly 0 and without gradient, computed from the detached "
         "anchors alone; its only cut is the anchors' correct .detach(), not the line that sliced the wrong tensor",

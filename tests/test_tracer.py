@@ -32,6 +32,7 @@ def installed_state():
         nn.Parameter.__dict__["__new__"],
         torch.optim.Optimizer.__dict__["__init__"],
         torch.Tensor.__dict__["backward"],
+        torch.Tensor.__dict__.get("__new__"),  # shadowed during a trace, inherited from torch's C base otherwise
         torch.from_numpy,
         torch.autograd.Variable,
         warnings.showwarning,

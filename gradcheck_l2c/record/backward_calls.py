@@ -19,6 +19,7 @@ def on_backward(mode: Any, func, args, kwargs):
     state = mode.state
     site, path = user_stack_sites(1)  # read before the engine's work evicts the interpreter's caches
     state.origins.called_from = site, path  # the same walk tells the engine's stand-in where it is called
+    mode.cuts.numpy_exits.backward_starts()
     try:
         out = _explained(state, func, args, kwargs, roots)
     finally:
@@ -40,6 +41,7 @@ def on_autograd_grad(mode: Any, func, args, kwargs):
     state = mode.state
     key_of = state.registry.key_of
     keys = {k for k in map(key_of, inputs) if k is not None}
+    mode.cuts.numpy_exits.backward_starts()
     cut = None
     if not kwargs.get("create_graph") and len(args) < 5 and not called_from(DIFFERENTIATORS, 1):
         # without create_graph the gradients are constants: what they were computed from is cut here

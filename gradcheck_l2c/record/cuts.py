@@ -28,6 +28,7 @@ from gradcheck_l2c.record.locations import (
     user_site,
     user_stack,
 )
+from gradcheck_l2c.record.numpy_exits import NumpyExits, numpy_made
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.taint import Taint, TaintStore, fresh
@@ -47,6 +48,7 @@ class CutRecorder:
     def __init__(self, registry: WatchRegistry, reach: Reachability, events: EventLog, taints: TaintStore,
                  scope: Scope) -> None:
         self.registry, self.reach, self.events, self.taints, self.scope = registry, reach, events, taints, scope
+        self.numpy_exits = NumpyExits(taints, events)  # tainted values that left for NumPy, to tie what comes back
         # tensors rebuilt from a watched leaf under no_grad (`w = w - lr * w.grad`), by id:
         # (the tensor, the leaf's key, the line, the op)
         self.replacements: dict[int, tuple[weakref.ref, int, Site | None, str]] = {}
@@ -109,27 +111,15 @@ class CutRecorder:
         for key in keys:
             self.registry.all[key].replaced = True
 
-    def relabel(self, taint: Taint | None, kind: str, label: str, site: Site | None) -> Taint | None:
-        """A cut made on this very line (``x.detach().numpy()``) is reported as the later step's kind."""
-        if taint is None:
-            return None
-        chains = {}
-        for key, chain in taint.chains.items():
-            last = chain[-1]
-            if last.site == site and last.kind in ("detach", "data_attr"):
-                event = self.events.record(kind, key, site, last.detail + label, source=last.source)
-                chain = chain[:-1] + (event,)
-            chains[key] = chain
-        return Taint(chains)
-
     def reenter(self, kind: str, detail: str | Callable[[], str], sources: list[Any], targets: list[Tensor],
-                site: Site | None = None, given: dict[str, Any] | None = None) -> None:
+                site: Site | None = None, given: dict[str, Any] | None = None, untainted: Taint | None = None) -> None:
         """Values come back in as a leaf (``load_state_dict``, ``copy_`` into a parameter, ...).
 
         Cuts of live history and earlier chains both get this event appended, and the targets
         carry the result: when they later feed a loss, the whole route is known. ``given``: what a
         rewrap was given, recorded with each event with the cut the values came through. ``detail`` may be a
-        function that words it, called only when an event is recorded.
+        function that words it, called only when an event is recorded. ``untainted``: the taint the sources had
+        before values without one of their own were made from them (NumPy's ops, `numpy_exits.NumpyExits`).
         """
         live: set[int] = set()
         inherited: Taint | None = None
@@ -140,6 +130,8 @@ class CutRecorder:
                 inherited = taints.merge(inherited, taints.get(source))
             if tensor and source.requires_grad:  # else it reaches no watched tensor
                 live |= self.reach(source)
+        if inherited is None:
+            inherited = untainted
         if live or inherited is not None:
             own = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
             live -= own
@@ -174,8 +166,10 @@ class CutRecorder:
             given = ("tensor" if isinstance(data, Tensor) else "array" if type(data).__module__ == "numpy"
                      else "tensors" if any(isinstance(item, Tensor) for item in items)
                      else "numbers" if type(data) in (list, tuple) else "number")
+            # NumPy data made by NumPy's own ops carries no taint: tie it to what left for NumPy in this function
+            via_numpy = self.numpy_exits.came_back(2) if self.numpy_exits and numpy_made(items) else None
             self.reenter("tensor_rewrap", label, items, [out], site=site,
-                         given={"given": given, "requires_grad": requires_grad})
+                         given={"given": given, "requires_grad": requires_grad}, untainted=via_numpy)
             if requires_grad:
                 self.registry.watch_leaf(out, site, user_leaf=True)
 

@@ -95,7 +95,7 @@ def on_numpy(mode: Mode, func, args, kwargs):
     state = mode.state
     if state.taints:
         label = ".numpy()" if func.__name__ == "numpy" else "np.asarray()"
-        taint = mode.cuts.relabel(state.taints.get(tensor), "numpy", label, user_site(1))
+        taint = mode.cuts.numpy_exits.left(state.taints.get(tensor), label, user_site(1), 1)
         if taint is not None:
             state.taints.set(out, taint)
     return out

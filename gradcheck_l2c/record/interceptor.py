@@ -63,6 +63,7 @@ class Interceptor(TorchFunctionMode):
         self.user_leaves = state.registry.user_leaves
         self.terms = state.terms
         self.taints = state.taints
+        self.left_for_numpy = state.cuts.numpy_exits.exits  # values that left for NumPy may come back as a loss term
         self.origins = state.origins
         self.unregistered = state.unregistered  # plain tensors fresh from a factory, and how modules use them
         self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
@@ -118,7 +119,7 @@ class Interceptor(TorchFunctionMode):
                 self.noted += 1
                 self.origins.made_without_grad(out)
             return out
-        if taints.by_id or taints.numbers:
+        if taints.by_id or taints.numbers or self.left_for_numpy:
             taints.propagate(args, kwargs, out)
             self.terms.added(func, args, out)
         if kwargs and kwargs.get("inplace") is True and args and out is args[0]:  # F.relu(x, inplace=True): what

@@ -11,8 +11,8 @@
 - ``zero_grad`` and torch's own optimizers' ``step()`` (without closure): run with the interceptor off the
   torch-function mode stack (or quiet, where a mode entered later is on top of it), since they touch every
   parameter and ``.grad`` and run no user code;
-- ``torch.from_numpy`` and the legacy ``Variable(...)`` (which torch-function modes do not see):
-  values coming back in without their history;
+- ``torch.from_numpy``, the legacy ``Variable(...)`` and ``torch.Tensor(...)`` constructors (which
+  torch-function modes do not see): values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
 - ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor;
 - ``multiprocessing``'s ``Process.start``: where child processes, which run untraced, were started;
@@ -93,6 +93,7 @@ class Patches:
                       wrappers.optimizer_init(self.state, torch.optim.Optimizer.__init__, self._quiet_steps))
         self._replace(LRScheduler, "__init__", wrappers.scheduler_init(self.state, LRScheduler.__init__))
         self._replace(torch, "from_numpy", wrappers.from_numpy(self.state, torch.from_numpy))
+        _shadow(self._undo, torch.Tensor, "__new__", staticmethod(wrappers.tensor_new(self.state, torch.Tensor.__new__)))
         variable = wrappers.variable(self.state, torch.autograd.variable.Variable)
         self._replace(torch.autograd, "Variable", variable)
         self._replace(torch.autograd.variable, "Variable", variable)
@@ -247,6 +248,13 @@ class Patches:
                 scope.quiet = before
 
         return quietly
+
+
+def _shadow(undo: list[Callable[[], Any]], owner: Any, name: str, value: Any) -> None:
+    """Set ``owner.name`` where it is only inherited; the undo, registered first, deletes it so the inherited one
+    shows again."""
+    undo.append(lambda: owner.__dict__.get(name) is value and delattr(owner, name))
+    setattr(owner, name, value)
 
 
 def _library_step(cls: type) -> bool:

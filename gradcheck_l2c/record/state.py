@@ -59,7 +59,7 @@ class TraceState:
         self.writes = WriteLog(self.registry, self.reach, self.events)
         self.updates = UpdateLog()
         self.optimizers = OptimizerLog(self.registry, self.taints, self.events, self.clock, self.updates)
-        self.terms = TermLog(self.taints, self.reach)
+        self.terms = TermLog(self.taints, self.reach, self.cuts.numpy_exits)
         self.backwards = BackwardLog(self.registry, self.taints, self.events, self.optimizers, self.cuts,
                                      self.unregistered, self.terms, self.clock, self.discover)
         self.failures = FailureRecorder(self.registry, self.taints, self.events, self.writes, self.optimizers,

@@ -11,6 +11,7 @@ import torch
 
 from gradcheck_l2c.record.args import flat
 from gradcheck_l2c.record.locations import Site, user_site
+from gradcheck_l2c.record.numpy_exits import NumpyExits
 from gradcheck_l2c.record.origins import MADE
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.taint import Chain, Taint, TaintedFloat, TaintStore
@@ -66,9 +67,10 @@ class TermLog:
     """Dead terms marked on the nodes that added them, and those a backward found (``found``: (where the term
     was added, the watched key, the chain of cuts its values went through) -> how often)."""
 
-    def __init__(self, taints: TaintStore, reach: Reachability) -> None:
+    def __init__(self, taints: TaintStore, reach: Reachability, numpy_exits: NumpyExits) -> None:
         self.taints = taints
         self.reach = reach
+        self.numpy_exits = numpy_exits  # a NumPy number added to a loss: tied to what left for NumPy
         self.marked = 0
         self.found: dict[tuple[Site | None, int, Chain], int] = {}
         self.taken: dict[Site | None, TakenGradient] = {}
@@ -126,6 +128,8 @@ class TermLog:
                         aside.append((Taint(kept), carried))
             elif type(arg) is TaintedFloat:
                 taint = self.taints.get(arg)
+            elif self.numpy_exits and type(arg).__module__ == "numpy":
+                taint = self.numpy_exits.came_back(2)  # a NumPy result (`np_loss + ce`): its ops carry no taint
             else:
                 continue
             if taint is not None and not _zero(arg):  # a term weighted by 0 (a bonus switched off) adds nothing

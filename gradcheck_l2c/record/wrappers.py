@@ -198,11 +198,26 @@ def from_numpy(state: TraceState, original: Callable[..., Any]) -> Callable[...,
 
     def from_numpy(array: Any) -> torch.Tensor:
         tensor = original(array)
-        if state.taints and state.scope.in_trace_thread():
+        if (state.taints or state.cuts.numpy_exits) and state.scope.in_trace_thread():
             state.cuts.rewrap("torch.from_numpy()", array, tensor, user_site(1), False)
         return tensor
 
     return from_numpy
+
+
+def tensor_new(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.Tensor(data)``, the legacy constructor (which torch-function modes do not see): numbers from a cut
+    (``torch.Tensor([loss.item() for ...])``) come back in without history. Subclasses construct as before."""
+
+    def __new__(*args: Any, **kwargs: Any) -> Any:  # (cls, *args): the signature dynamo's polyfill accepts
+        out = original(*args, **kwargs)
+        taints = state.taints
+        if args[0] is torch.Tensor and len(args) > 1 and (taints.by_id or taints.numbers or state.cuts.numpy_exits) \
+                and state.scope.in_trace_thread():
+            state.cuts.rewrap("torch.Tensor()", args[1], out, user_site(1), False)
+        return out
+
+    return __new__
 
 
 def variable(state: TraceState, original: type) -> type:

@@ -22,6 +22,7 @@ def read_torch_state() -> dict[str, object]:
         "Parameter.__new__": torch.nn.Parameter.__dict__["__new__"],
         "Module.__setattr__": torch.nn.Module.__dict__["__setattr__"],
         "Tensor.backward": torch.Tensor.__dict__["backward"],
+        "Tensor.__new__": torch.Tensor.__dict__.get("__new__"),
         "Optimizer.__init__": torch.optim.Optimizer.__dict__["__init__"],
         "torch.from_numpy": torch.from_numpy,
         "torch.autograd.Variable": torch.autograd.Variable,

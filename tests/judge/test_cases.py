@@ -30,9 +30,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b4_moe_aux_scaler_discarded":
         "says all 9 watched tensors got a gradient: the aux loss's graph is dropped with the discarded "
         "Function output",
-    "b4_contrastive_numpy":
-        "says all 4 watched tensors got a gradient: the NumPy contrastive term added to the loss is not "
-        "reported",
     "b4_quant_scale_replaced":
         "optimizer warning at the optimizer line 26 (defined 15) and unused_parameter error at 12, not the "
         "replacing line 15",
@@ -112,8 +109,6 @@ KNOWN_MISSES: dict[str, str] = {
     # Batch 8, first pass on fe6bce2 (tests/cases/README.md).
     "b8_compressive_aux_loss_detached":
         "first pass: a hit at the line (the README counts it), of another kind or severity: cut_term w :19; detach e :20",
-    "b8_assembly_custom_loss_fresh_tensor":
-        "first pass: nothing",
     "b8_bert_summ_refine_under_no_grad":
         "first pass: a hit at the line (the README counts it), of another kind or severity: cut_term w :23; no_grad e :17",
     "b8_hf_warmup_schedule_stepped_per_epoch":
@@ -258,15 +253,10 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing; a param group whose 'params' is a generator, used up by the first zero_grad(), steps "
         "no tensor from then on",
     # Batch 15, first pass on 46755f8 (tests/cases/README.md): what the tool said instead.
-    "b15a_bjdd_delta_e_color_loss_numpy":
-        "first pass: nothing but the autograd.grad(allow_unused) symptom's unreached tensors; the values leave by "
-        ".detach().numpy() and NumPy arithmetic carries no taint back to torch.tensor(..., requires_grad=True)",
-    "b15a_facenet_triplet_hard_selection_from_numpy":
-        "first pass: nothing; the triplet term is rebuilt with from_numpy from arrays indexed in NumPy, which carries "
-        "no taint, so the constant term is not tied to the model's outputs",
     "b15a_i2dloc_bpnp_loss_int_flow":
-        "first pass: nothing; the flow goes through .int(), NumPy and torch.tensor, and requires_grad set on the "
-        "rebuilt points makes leaves that do get a gradient",
+        "first pass: nothing; the flow goes through .int() and Python ints into a tensor written element by element "
+        "before NumPy (no taint reaches the array .numpy() makes), and requires_grad set on the rebuilt points makes "
+        "leaves that do get a gradient",
     "b15b_sbi_retrain_from_scratch_stale_optimizer":
         "a hit at the line of the expected kind (the README counts it), a warning where the case says error: a "
         "parameter in no optimizer is a warning in every other case",

@@ -272,6 +272,25 @@ KNOWN_MISSES: dict[str, str] = {
     "b15c_mrcl_oml_inner_grad_without_create_graph":
         "first pass: nothing; now cut_term warnings at :40 (b5_maml_grad_without_create_graph's kind for a first-"
         "order inner step), where the case says grad_no_graph error",
+    # Batch 16, first pass (on 63f1985).
+    "b16a_pytorch_word2vec_numpy_sum_cuts_u_embeddings":
+        "a hit at the line (the README counts it), of another kind: numpy error at :30, whose `.data.numpy()` the "
+        "tool words as one exit to NumPy, where the case says data_attr",
+    "b16a_diagdistill_motion_loss_from_no_grad":
+        "first pass: cut_term w :28, the first line of the no_grad block (the noise added to the latent), where the "
+        "case names the motion-loss line :35 that uses the block's output",
+    "b16a_torchmetrics_average_precision_as_loss":
+        "first pass: non_differentiable e :20, the argsort inside the script's stand-in for torchmetrics (user code "
+        "here); the case names the call into it (:40), as b12_higher_innerloop_copies_initial_weights",
+    "b16c_infini_attention_memory_not_detached":
+        "first pass: autograd_error e :71 (the model call; made at :54), not the store into self.M at :56",
+    "b16c_mmaction2_tpn_aux_loss_discarded":
+        "first pass: unused_parameter e :32 (where aux_head is built, the tool's line for an unused layer), where "
+        "the case names the call whose second result, the aux loss, is thrown away (:53)",
+    "b16c_simple_cyclegan_fake_not_detached_for_d":
+        "first pass: inplace_saved e :42 (optimizer_g.step() between the two backwards, the other valid fix) and "
+        "no_update w :20 (optimizer_d never stepped: the script raised before it); the case names the "
+        "discriminator's use of fake_y without .detach() (:46)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

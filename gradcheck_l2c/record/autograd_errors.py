@@ -205,10 +205,12 @@ class ErrorRecorder:
                     continue  # made before that backward, but not part of the graph it freed
                 root = any(node is start for start in starts)
                 first, again = _called_again(origins.freed_path) if root else (None, None)
-                site = again or self._stored_at(stack) or (_first_made(origins, node, stack) if root else None) \
-                    or origins.site_in_running(stack)
+                kept = None if again else origins.kept_at(node)
+                site = again or kept or self._stored_at(stack) or (
+                    _first_made(origins, node, stack) if root else None) or origins.site_in_running(stack)
                 detail = {"node": type(node).__name__, "freed_by": origins.freed_by, "root": root,
-                          "inner": stack[0][2] if stack and stack[0][2] != site else None, "first_call": first}
+                          "inner": stack[0][2] if stack and stack[0][2] != site else None, "first_call": first,
+                          "kept": kept is not None}
                 return site, detail
             for child, _ in node.next_functions:
                 if child is not None and id(child) not in seen:

@@ -21,6 +21,8 @@ from gradcheck_l2c.record.torch_internals import sequence_nr
 Tensor = torch.Tensor
 #: The key, in an autograd node's metadata, of the user lines that made it (`user_stack`).
 MADE = "gradcheck_made"
+#: The key, in an autograd node's metadata, of the user line that last set its tensor as a module attribute.
+KEPT = "gradcheck_kept"
 #: What a backward that does not keep its graph frees: its newest root's sequence number, where it was called
 #: and the user frames on the way.
 Freeing = tuple[int, Site | None, tuple[Site, ...]]
@@ -71,6 +73,19 @@ class Origins:
         ident, inference = id(tensor), self._inference
         if ident not in inference:
             inference[ident] = (weakref.ref(tensor, lambda _, ident=ident: inference.pop(ident, None)), (site,))
+
+    @staticmethod
+    def kept(tensor: Tensor, site: Site | None) -> None:
+        """User code set a tensor with history as a module attribute (a memory, a hidden state kept on the module):
+        note the line on its node, at every iteration (one metadata entry), for a later backward that finds that
+        graph freed: the value outlived its iteration there."""
+        if site is not None:
+            tensor.grad_fn.metadata[KEPT] = site
+
+    @staticmethod
+    def kept_at(node: Any) -> Site | None:
+        """The line that last set the tensor ``node`` made as a module attribute, if user code did."""
+        return node.metadata.get(KEPT)
 
     def _spend(self) -> None:
         self._left -= 1

@@ -128,11 +128,14 @@ def module_setattr(state: TraceState, original: Callable[..., Any],
         if kind is torch.Tensor or kind in (list, tuple, dict) or isinstance(value, nn.Module):
             if state.scope.in_trace_thread() and caller_is_user(1):
                 if not isinstance(value, nn.Module):
-                    assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
+                    site = user_site(1)
+                    assigned[(id(module), name)] = (weakref.ref(module), site)
                     if kind is torch.Tensor:
                         state.unregistered.assigned(module, value)
-                    if kind is torch.Tensor and value.is_inference():
-                        state.origins.stored(value, user_site(1))
+                        if value.is_inference():
+                            state.origins.stored(value, site)
+                        elif value.grad_fn is not None:
+                            state.origins.kept(value, site)
                 else:
                     # after an optimizer was built, with the frames on the way (`WatchRegistry.joined`)
                     placed[id(value)] = (user_site(1), id(module), user_stack(1) if state.clock.optimizers else ())

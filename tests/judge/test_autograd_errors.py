@@ -6,7 +6,7 @@ The reports behind it: tests/cases/b4_rnn_hidden_not_detached, b4_manual_update_
 b4_fold_bn_weight_slice_assign, b4_custom_function_missing_grad, b4_deepcopy_cached_activation,
 b4_inference_mode_backbone, b4_rank_loss_not_scalar; for the line to change of a value kept on an object, a loss
 reused whole, a per-sample term and a gradient under inference_mode: b7_shiftnet_ragan_pred_real_reused,
-b9_fmri_lstm_hidden_state_carried, b9_bigram_forward_outside_loop, b9_cdfi_regularizer_not_scalar,
+b16c_infini_attention_memory_not_detached, b9_fmri_lstm_hidden_state_carried, b9_bigram_forward_outside_loop, b9_cdfi_regularizer_not_scalar,
 b6_sar_loss_not_scalar, b7_refnerf_normals_under_inference_mode, b9_lightning_test_step_inference_mode; for layers
 made to write in place: b8_xception_inplace_relu_after_identity, b8_mvanet_modules_set_inplace; for requires_grad on a
 non-leaf, an inference tensor made under a caller's block, a row write into a saved tensor and computed weights
@@ -69,6 +69,47 @@ CASES = {
         for step in range(3):
             h = cell(x, h.detach())
             loss = F.cross_entropy(head(h), y)
+            loss.backward()
+        """),
+    # a module's memory, computed on one line and kept as its attribute on another, carries the freed graph into
+    # the next segment's backward: the line that keeps it is the one to change (b16c_infini_attention)
+    "freed_module_memory": ("""
+        class Memory(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.key, self.head, self.memory = nn.Linear(4, 4), nn.Linear(4, 3), None
+
+            def forward(self, inputs):
+                keys = self.key(inputs)
+                if self.memory is None:
+                    self.memory = torch.zeros(4)
+                out = self.head(keys + self.memory)
+                updated = self.memory + keys.mean(0)
+                self.memory = updated  # <- autograd_error
+                return out
+
+        model = Memory()
+        for segment in range(3):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()  # <- symptom
+        """, """
+        class Memory(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.key, self.head, self.memory = nn.Linear(4, 4), nn.Linear(4, 3), None
+
+            def forward(self, inputs):
+                keys = self.key(inputs)
+                if self.memory is None:
+                    self.memory = torch.zeros(4)
+                out = self.head(keys + self.memory)
+                updated = self.memory + keys.mean(0)
+                self.memory = updated.detach()
+                return out
+
+        model = Memory()
+        for segment in range(3):
+            loss = F.cross_entropy(model(x), y)
             loss.backward()
         """),
     # the discriminator's backward frees the generator's graph that the generator's loss needs again
@@ -703,7 +744,7 @@ def test_a_caught_refusal_still_gets_its_finding_and_the_summary_does_not_say_al
 
 
 def test_the_fix_fits_the_category(snippet):
-    cases = {"freed_carried": ".detach()", "non_scalar_root": ".mean()", "inplace_leaf": "torch.no_grad()",
+    cases = {"freed_carried": ".detach()", "freed_module_memory": "store .detach()", "non_scalar_root": ".mean()", "inplace_leaf": "torch.no_grad()",
              "inference_saved": "torch.no_grad() instead of torch.inference_mode()",
              "function_backward": "one value per input of forward", "deepcopy_non_leaf": ".detach()",
              "unused_input": "allow_unused=True", "input_no_grad": "requires_grad",

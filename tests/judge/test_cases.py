@@ -282,8 +282,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b16a_torchmetrics_average_precision_as_loss":
         "first pass: non_differentiable e :20, the argsort inside the script's stand-in for torchmetrics (user code "
         "here); the case names the call into it (:40), as b12_higher_innerloop_copies_initial_weights",
-    "b16c_infini_attention_memory_not_detached":
-        "first pass: autograd_error e :71 (the model call; made at :54), not the store into self.M at :56",
     "b16c_mmaction2_tpn_aux_loss_discarded":
         "first pass: unused_parameter e :32 (where aux_head is built, the tool's line for an unused layer), where "
         "the case names the call whose second result, the aux loss, is thrown away (:53)",

@@ -124,6 +124,14 @@ def _freed_graph(fact: AutogradError, name: str, call: str, said: str) -> tuple[
                 "compute the value again before the second backward(), or pass retain_graph=True to the first "
                 "backward() if both must run through this graph.")
     node = fact.detail.get("node", "a node")
+    if fact.detail.get("kept"):
+        made = "the value this line keeps on the module" + (f" (made at {inner})" if isinstance(inner, Site) else "")
+        return (f"{made} outlives its iteration: it is used again after {earlier} backpropagated through it and "
+                f"freed its graph, and carries that freed graph ({node}) into the computation of backward(){call}, "
+                f"which reached it a second time{said}.",
+                "keep it without its graph: store .detach() of it here (the next iteration then starts from its "
+                "value), or reset it before each iteration; pass retain_graph=True to the earlier backward() only "
+                "if gradients must flow back through earlier iterations.")
     made = f"the value this line computes (at {inner})" if isinstance(inner, Site) else "the value made on this line"
     return (f"{made} is used again after {earlier} backpropagated through it and freed its "
             f"graph: it carries that freed graph ({node}) into the computation of backward(){call}, which "

@@ -58,6 +58,7 @@ class AutogradError:
     detail: dict[str, Any] = field(default_factory=dict)
     failure: BackwardFailure | None = None
     count: int = 1
+    reaches: frozenset[int] = frozenset()  # the watched leaves a refused backward's graph reaches (it was for them)
 
 
 class ErrorRecorder:
@@ -97,7 +98,17 @@ class ErrorRecorder:
                 detail = {"inference": tuple(site for _, _, site in user_stack(1))}
             elif category == "graphless":
                 cause, detail = self._all_frozen()
-        return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure))
+            reaches = self._reaches(roots)
+        return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure,
+                                        reaches=reaches))
+
+    def _reaches(self, roots: list[Tensor]) -> frozenset[int]:
+        """The watched leaves the graph of a refused backward's ``roots`` reaches: the step meant to follow it, for
+        their optimizer, never came (the script stopped there, or skipped that step)."""
+        key_of = self.registry.key_of
+        nodes = graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK)
+        return frozenset(key for key in (key_of(node.variable) for node in nodes if hasattr(node, "variable"))
+                         if key is not None)
 
     def _all_frozen(self) -> tuple[Site | None, dict[str, Any]]:
         """A loss without graph while every live parameter was switched off by user code: the line that froze
@@ -160,6 +171,7 @@ class ErrorRecorder:
         kept = self.errors.get(ident)
         if kept is not None:
             kept.count += 1
+            kept.reaches |= fact.reaches
             return kept
         self.errors[ident] = fact
         return fact

@@ -287,8 +287,8 @@ KNOWN_MISSES: dict[str, str] = {
         "the case names the call whose second result, the aux loss, is thrown away (:53)",
     "b16c_simple_cyclegan_fake_not_detached_for_d":
         "first pass: inplace_saved e :42 (optimizer_g.step() between the two backwards, the other valid fix) and "
-        "no_update w :20 (optimizer_d never stepped: the script raised before it); the case names the "
-        "discriminator's use of fake_y without .detach() (:46)",
+        "no_update w :20 (optimizer_d never stepped: the script raised before it; not said now); the case names "
+        "the discriminator's use of fake_y without .detach() (:46)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

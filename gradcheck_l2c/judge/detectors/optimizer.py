@@ -100,11 +100,14 @@ def _never_stepped(run) -> list[Finding]:
     if run.record.backwards < 2:
         return found
     refused = {error.call for error in run.record.autograd_errors}  # a refused backward skips the step after it
+    # the parameters of a refused backward: their optimizer's step, meant to follow it, never came
+    refused_keys = frozenset().union(*(error.reaches for error in run.record.autograd_errors))
     stepped = {key for other in run.record.optimizers if other.step_order >= 0 for key in other.keys}
     for record in run.record.optimizers:
         keys = [key for key in record.keys if key in run.keys and key not in stepped
                 and run.record.watched_at(key).ever_grad and not run.record.watched_at(key).grad_used]
-        if record.step_order >= 0 or not keys or record.site is None or _after_refusal(record, refused):
+        if (record.step_order >= 0 or not keys or record.site is None or _after_refusal(record, refused)
+                or not refused_keys.isdisjoint(keys)):
             continue
         shown = listed(sorted({run.name(key) for key in keys}))
         if record.step_call is None and record.lone_backward is not None:

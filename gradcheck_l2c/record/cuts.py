@@ -40,6 +40,11 @@ REENTRIES = ("state_dict_reload", "new_parameter", "tensor_rewrap")
 #: Library code whose no_grad work on parameters is by design: optimizer updates, initialisers, and the
 #: detached copies differentiation APIs make.
 _NOT_CUTS = OPTIMIZERS + INITIALISERS + DIFFERENTIATORS
+#: Factories that read only the shape, dtype and device of the tensor they are given: no value of it flows into
+#: what they make (``torch.randn_like(latent)`` under no_grad cuts nothing; the ``latent + noise`` beside it does).
+SHAPE_ONLY = frozenset(getattr(owner, name) for owner, names in (
+    (torch, ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like")),
+    (Tensor, ("new_empty", "new_zeros", "new_ones", "new_full"))) for name in names if hasattr(owner, name))
 
 
 class CutRecorder:
@@ -177,8 +182,8 @@ class CutRecorder:
         """An op ran with grad disabled on inputs that require grad: what reaches watched tensors is cut here."""
         name = getattr(func, "__name__", "")
         inplace = name.endswith("_") and not name.endswith("__")
-        if not inplace and not holds_tensor(out):
-            return  # a metadata query (.device, .dim()): no values flow on
+        if not inplace and not holds_tensor(out) or func in SHAPE_ONLY:
+            return  # a metadata query (.device, .dim()), a factory shaped like its input: no values flow on
         targets = inplace_targets(args) if inplace else []
         inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
         exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)

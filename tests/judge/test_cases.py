@@ -277,8 +277,8 @@ KNOWN_MISSES: dict[str, str] = {
         "a hit at the line (the README counts it), of another kind: numpy error at :30, whose `.data.numpy()` the "
         "tool words as one exit to NumPy, where the case says data_attr",
     "b16a_diagdistill_motion_loss_from_no_grad":
-        "first pass: cut_term w :28, the first line of the no_grad block (the noise added to the latent), where the "
-        "case names the motion-loss line :35 that uses the block's output",
+        "first pass: cut_term w :28, the first line of the no_grad block (the noise added to the latent; named as "
+        "`randn_like` then, as `add` now), where the case names the motion-loss line :35 that uses the block's output",
     "b16a_torchmetrics_average_precision_as_loss":
         "first pass: non_differentiable e :20, the argsort inside the script's stand-in for torchmetrics (user code "
         "here); the case names the call into it (:40), as b12_higher_innerloop_copies_initial_weights",

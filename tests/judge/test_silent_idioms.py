@@ -324,3 +324,36 @@ def test_a_snapshot_of_an_unused_parameter_is_no_cut_the_parameter_is_unused(sni
     """))
     t = script.run()
     assert [(kind, line) for kind, _, line, _ in loud(t)] == [("unused_parameter", script.line("defined"))]
+
+
+def test_a_factory_shaped_like_a_parameter_under_no_grad_cuts_nothing_and_the_op_beside_it_is_named(snippet):
+    """``torch.randn_like(w)`` reads only the shape of ``w``: noise drawn under no_grad and added to the loss is a
+    constant, no cut of ``w`` (silent). A value of ``w`` taken into the same block is the cut, named by its own op
+    (b16a_diagdistill: ``latent + 0.1 * torch.randn_like(latent)`` was named as `randn_like`)."""
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        with torch.no_grad():
+            noise = torch.randn_like(model.weight) + model.weight.new_zeros(3, 4)
+        loss = F.cross_entropy(model(x), y) + 1e-3 * (noise ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """))
+    assert loud(script.run()) == []
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        out = model(x)
+        with torch.no_grad():
+            noisy = out + 0.1 * torch.randn_like(out)  # <- cut
+        loss = F.cross_entropy(out, y) + (noisy ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """))
+    t = script.run()
+    assert {(kind, line) for kind, _, line, _ in loud(t)} == {("cut_term", script.line("cut"))}, loud(t)
+    assert all("`add`" in f.message for f in t.findings if f.kind == "cut_term"), [f.message for f in t.findings]

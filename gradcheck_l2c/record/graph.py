@@ -72,13 +72,18 @@ def leaf_tensors(roots: Iterable[Any], limit: int | None = SAFE_WALK) -> list[to
 
 
 def grad_roots(tensors: Iterable[torch.Tensor]) -> list[Any]:
-    """The autograd nodes a backward from ``tensors`` starts at (a leaf's accumulator if needed)."""
+    """The autograd nodes a backward from ``tensors`` starts at (a leaf's accumulator if needed: found through a view
+    made with gradients on, since a backward may run under ``no_grad``; an inference tensor made a leaf has none to
+    find, and nothing below it)."""
     roots = []
     for tensor in tensors:
         if tensor.grad_fn is not None:
             roots.append(tensor.grad_fn)
         elif tensor.requires_grad:
-            roots.append(tensor.view_as(tensor).grad_fn.next_functions[0][0])
+            with torch.enable_grad():
+                view = tensor.view_as(tensor).grad_fn
+            if view is not None:
+                roots.append(view.next_functions[0][0])
     return roots
 
 

@@ -987,3 +987,27 @@ def test_an_optimizer_whose_only_step_follows_a_refused_backward_is_not_called_s
     (stepless,) = [f for f in t.findings if f.severity in ("error", "warning")]
     assert stepless.tensor.startswith("D_x.bias, D_x.weight") and "never calls its step()" in stepless.message, \
         stepless.message
+
+
+def test_a_backward_from_a_leaf_under_inference_mode_or_no_grad_runs_as_without_the_trace(snippet):
+    """cog (b17c_cog_predict_inference_mode_decorator): a loss computed under ``@torch.inference_mode()`` and made a
+    leaf with ``requires_grad_(True)`` backpropagates into itself alone, as does a leaf's backward under no_grad. The
+    trace found a leaf root's accumulator through a view, which neither mode records, and broke both scripts."""
+    script, t, error = traced(snippet, """
+    model = nn.Linear(4, 3)
+
+    @torch.inference_mode()
+    def train():
+        loss = F.cross_entropy(model(x), y)  # <- no_grad
+        loss.requires_grad_(True)
+        loss.backward()
+        return loss.grad
+
+    assert train() == 1 and model.weight.grad is None
+    leaf = torch.ones(2, requires_grad=True)
+    with torch.no_grad():
+        leaf.backward(torch.full((2,), 3.0))
+    assert leaf.grad.tolist() == [3.0, 3.0]
+    """)
+    assert error is None, repr(error)
+    assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == [("no_grad", script.line("no_grad"))] * 2

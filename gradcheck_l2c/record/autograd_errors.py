@@ -98,17 +98,9 @@ class ErrorRecorder:
                 detail = {"inference": tuple(site for _, _, site in user_stack(1))}
             elif category == "graphless":
                 cause, detail = self._all_frozen()
-            reaches = self._reaches(roots)
+            reaches = _reached_leaves(self.registry, roots)
         return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure,
                                         reaches=reaches))
-
-    def _reaches(self, roots: list[Tensor]) -> frozenset[int]:
-        """The watched leaves the graph of a refused backward's ``roots`` reaches: the step meant to follow it, for
-        their optimizer, never came (the script stopped there, or skipped that step)."""
-        key_of = self.registry.key_of
-        nodes = graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK)
-        return frozenset(key for key in (key_of(node.variable) for node in nodes if hasattr(node, "variable"))
-                         if key is not None)
 
     def _all_frozen(self) -> tuple[Site | None, dict[str, Any]]:
         """A loss without graph while every live parameter was switched off by user code: the line that froze
@@ -217,12 +209,11 @@ class ErrorRecorder:
                     continue  # made before that backward, but not part of the graph it freed
                 root = any(node is start for start in starts)
                 first, again = _called_again(origins.freed_path) if root else (None, None)
-                kept = None if again else origins.kept_at(node)
-                site = again or kept or self._stored_at(stack) or (
+                site = again or origins.kept_at(node) or self._stored_at(stack) or (
                     _first_made(origins, node, stack) if root else None) or origins.site_in_running(stack)
                 detail = {"node": type(node).__name__, "freed_by": origins.freed_by, "root": root,
                           "inner": stack[0][2] if stack and stack[0][2] != site else None, "first_call": first,
-                          "kept": kept is not None}
+                          "kept": not again and site is not None and site == origins.kept_at(node)}
                 return site, detail
             for child, _ in node.next_functions:
                 if child is not None and id(child) not in seen:
@@ -270,6 +261,14 @@ class ErrorRecorder:
                 if value is tensor:
                     return f"{type(module).__name__}.{attr}", attribute_site(module, attr)
         return None, None
+
+
+def _reached_leaves(registry: WatchRegistry, roots: list[Tensor]) -> frozenset[int]:
+    """The watched leaves the graph of a refused backward's ``roots`` reaches: the step meant to follow it, for
+    their optimizer, never came (the script stopped there, or skipped that step)."""
+    nodes = graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK)
+    keys = (registry.key_of(node.variable) for node in nodes if hasattr(node, "variable"))
+    return frozenset(key for key in keys if key is not None)
 
 
 def _stored_sites(registry: WatchRegistry) -> set[Site]:

@@ -106,8 +106,9 @@ class BackwardLog:
             Reachability.remember(roots[0], frozenset(reached))
         if backwards <= 3 or backwards % 50 == 0:
             self._discover(frame)
+            optimizers.lone_backward(frame, reached)
             if backwards in (2, 3):
-                optimizers.unstepped_names(frame, reached)
+                optimizers.unstepped_names(frame)
         self.cut_off = set()
         taints = self.taints
         if not taints.by_id:  # no live tensor carries a cut

@@ -159,19 +159,25 @@ class OptimizerLog:
                     record.plain_leaves = record.plain_leaves or (watched.user_leaf and not watched.is_parameter)
         return record
 
-    def unstepped_names(self, frame: Any, reached: set[int]) -> None:
-        """Early backwards (the second and third): name the optimizers that have not stepped yet from the
-        variables of the backward's frame, and of the objects they hold (``self.optimizer``); and remember,
-        for one whose parameters this backward reached, and no other optimizer's, the backward's line."""
-        waiting = [r for r in self.live.values() if r.step_order < 0 and r.optimizer() is not None]
-        while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
-            frame = frame.f_back
+    def lone_backward(self, frame: Any, reached: set[int]) -> None:
+        """Early backwards (the first three): remember, for an optimizer that has not stepped yet whose parameters
+        this backward reached, and no other optimizer's, the backward's line (a discriminator's own backward)."""
+        waiting = _waiting(self.live)
+        frame = _user(frame)
         if not waiting or frame is None:
             return
         for record in waiting:
             if record.lone_backward is None and reached & record.keys and not any(
                     reached & other.keys for other in self.live.values() if other is not record):
                 record.lone_backward = Site(os.path.abspath(frame.f_code.co_filename), frame.f_lineno)
+
+    def unstepped_names(self, frame: Any) -> None:
+        """Early backwards (the second and third): name the optimizers that have not stepped yet from the
+        variables of the backward's frame, and of the objects they hold (``self.optimizer``)."""
+        waiting = _waiting(self.live)
+        frame = _user(frame)
+        if not waiting or frame is None:
+            return
         for name, value in frame.f_locals.items():
             owned = vars(value).items() if hasattr(value, "__dict__") and not isinstance(value, type) else ()
             for label, item in [(name, value), *owned]:
@@ -312,3 +318,15 @@ def nonzero(tensor: torch.Tensor) -> bool:
     (``count_nonzero`` where it can: half the time of ``any`` on CPU, at every size.)"""
     with functions_off():
         return bool(tensor.count_nonzero() if tensor.layout is _STRIDED else tensor.any())
+
+
+def _user(frame: Any) -> Any:
+    """The innermost user frame at or above ``frame``, or None."""
+    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+        frame = frame.f_back
+    return frame
+
+
+def _waiting(live: dict[int, OptimizerRecord]) -> list[OptimizerRecord]:
+    """The live optimizers that have not stepped yet."""
+    return [r for r in live.values() if r.step_order < 0 and r.optimizer() is not None]

@@ -289,6 +289,25 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: inplace_saved e :42 (optimizer_g.step() between the two backwards, the other valid fix) and "
         "no_update w :20 (optimizer_d never stepped: the script raised before it; not said now); the case names "
         "the discriminator's use of fake_y without .detach() (:46)",
+    # Batch 17, first pass (on b38976a).
+    "b17a_hyphc_scale_clamp_saturates":
+        "first pass: a non_differentiable info note at the Parameter (:23): its gradient is exactly zero at every "
+        "step, told as the model's mathematics; the clamp_min whose bound sits above it all run (:28) is not named",
+    "b17b_functorch_make_functional_params_are_copies":
+        "first pass: item e :37 and :49, the two loss prints, for the model whose own weights never enter a loss; "
+        "the backwards run on the deep copy the script's stand-in for functorch's make_functional made (:38)",
+    "b17c_cog_predict_inference_mode_decorator":
+        "first pass: no_grad e :26 with the decorator (:22) as `disabled` and in the fix (the tool's line for a "
+        "function's own decorator); the trace also broke the script's backward (fixed since)",
+    "b17c_farm_t_total_rounding_lr_zero":
+        "first pass: no_update w :36 at the LambdaLR whose rate reaches 0 two steps early; the case names the "
+        "int() that rounds the schedule's length down (:19)",
+    "b17c_darts_repackage_hidden_not_detached":
+        "first pass: autograd_error e :49, where the carried hidden state re-enters the model; the case names the "
+        "`return h` of the repackage_hidden that was meant to detach it (:21)",
+    "b17c_pytorch_scheduler_step_instead_of_optimizer_step":
+        "first pass: optimizer w :26, the backward the missing optimizer.step() should follow; the case names the "
+        "scheduler.step() that stands where it belongs (:27)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

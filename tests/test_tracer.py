@@ -31,6 +31,8 @@ def installed_state():
         len(_get_current_function_mode_stack()),
         nn.Parameter.__dict__["__new__"],
         torch.optim.Optimizer.__dict__["__init__"],
+        torch.optim.lr_scheduler.LRScheduler.__dict__["__init__"],
+        torch.optim.lr_scheduler.LRScheduler.__dict__["step"],
         torch.Tensor.__dict__["backward"],
         torch.Tensor.__dict__.get("__new__"),  # shadowed during a trace, inherited from torch's C base otherwise
         torch.from_numpy,

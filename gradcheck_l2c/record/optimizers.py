@@ -41,6 +41,8 @@ class OptimizerRecord:
     group_site: Site | None = None  # a parameter group built beside it and never given to it: its last line
     group_keys: set[int] = field(default_factory=set)  # and the watched keys in that group
     lone_backward: Site | None = None  # not stepped yet: an early backward that reached its parameters, no other's
+    scheduler_step: Site | None = None  # not stepped yet: the first user line that stepped its learning-rate schedule
+    scheduler_steps: int = 0  # and how often user code stepped that schedule meanwhile
     step_order: int = -1  # when, on the trace's count of steps
     first_step_backwards: int = -1  # the trace's count of backward calls at its first step
     marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked

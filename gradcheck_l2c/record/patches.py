@@ -92,6 +92,7 @@ class Patches:
         self._replace(torch.optim.Optimizer, "__init__",
                       wrappers.optimizer_init(self.state, torch.optim.Optimizer.__init__, self._quiet_steps))
         self._replace(LRScheduler, "__init__", wrappers.scheduler_init(self.state, LRScheduler.__init__))
+        self._replace(LRScheduler, "step", wrappers.scheduler_step(self.state, LRScheduler.step))
         self._replace(torch, "from_numpy", wrappers.from_numpy(self.state, torch.from_numpy))
         _shadow(self._undo, torch.Tensor, "__new__", staticmethod(wrappers.tensor_new(self.state, torch.Tensor.__new__)))
         variable = wrappers.variable(self.state, torch.autograd.variable.Variable)

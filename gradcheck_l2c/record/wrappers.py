@@ -376,3 +376,19 @@ def scheduler_init(state: TraceState, original: Callable[..., Any]) -> Callable[
                 state.updates.scheduled(record, user_site(1))
 
     return init
+
+
+def scheduler_step(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """A learning-rate scheduler's ``step()`` called by user code while its optimizer has not stepped: the first such
+    line, and how often (a schedule stepped where the optimizer's own step belongs)."""
+    @functools.wraps(original)
+    def step(scheduler: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.scope.in_trace_thread() and not is_compiling() and caller_is_user(1):
+            optimizer = getattr(scheduler, "optimizer", None)
+            record = state.optimizers.live.get(id(optimizer))
+            if record is not None and record.optimizer() is optimizer and record.step_order < 0:
+                record.scheduler_step = record.scheduler_step or user_site(1)
+                record.scheduler_steps += 1
+        return original(scheduler, *args, **kwargs)
+
+    return step

@@ -24,6 +24,8 @@ def read_torch_state() -> dict[str, object]:
         "Tensor.backward": torch.Tensor.__dict__["backward"],
         "Tensor.__new__": torch.Tensor.__dict__.get("__new__"),
         "Optimizer.__init__": torch.optim.Optimizer.__dict__["__init__"],
+        "LRScheduler.__init__": torch.optim.lr_scheduler.LRScheduler.__dict__["__init__"],
+        "LRScheduler.step": torch.optim.lr_scheduler.LRScheduler.__dict__["step"],
         "torch.from_numpy": torch.from_numpy,
         "torch.autograd.Variable": torch.autograd.Variable,
         "torch.autograd.variable.Variable": torch.autograd.variable.Variable,

@@ -305,9 +305,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b17c_darts_repackage_hidden_not_detached":
         "first pass: autograd_error e :49, where the carried hidden state re-enters the model; the case names the "
         "`return h` of the repackage_hidden that was meant to detach it (:21)",
-    "b17c_pytorch_scheduler_step_instead_of_optimizer_step":
-        "first pass: optimizer w :26, the backward the missing optimizer.step() should follow; the case names the "
-        "scheduler.step() that stands where it belongs (:27)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

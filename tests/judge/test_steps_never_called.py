@@ -30,3 +30,31 @@ def test_each_optimizer_never_stepped_is_named_at_its_own_backward_the_first_one
     """))
     found = {(f.line, f.tensor.split(".")[0]) for f in script.run().findings if f.severity in ("error", "warning")}
     assert found == {(script.line("a"), "critic_a"), (script.line("b"), "critic_b")}, found
+
+
+SCHEDULED = """
+model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=4, gamma=0.5)
+for epoch in range(3):
+    for xb in x.split(2):
+        optimizer.zero_grad()
+        model(xb).pow(2).mean().backward()  # <- backward
+        BATCH
+    EPOCH
+"""
+
+
+def test_a_scheduler_stepped_where_the_optimizer_step_belongs_is_named(snippet):
+    """pytorch#3814 (b17c_pytorch_scheduler_step_instead_of_optimizer_step): ``scheduler.step()`` after every backward
+    and no ``optimizer.step()``: the scheduler's line is where the optimizer's step belongs. A schedule stepped once
+    an epoch beside a forgotten ``optimizer.step()`` leaves the finding at the backward."""
+    code = SCHEDULED.replace("BATCH", "scheduler.step()  # <- scheduler").replace("EPOCH", "pass")
+    script = snippet(PRELUDE + textwrap.dedent(code))
+    (finding,) = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert (finding.kind, finding.line) == ("optimizer", script.line("scheduler")), finding.message
+    assert "optimizer.step() here" in finding.fix
+    assert {(p.role, p.line) for p in finding.related} >= {("symptom", script.line("backward"))}
+    script = snippet(PRELUDE + textwrap.dedent(SCHEDULED.replace("BATCH", "pass").replace("EPOCH", "scheduler.step()")))
+    (finding,) = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert (finding.kind, finding.line) == ("optimizer", script.line("backward")), finding.message

@@ -89,7 +89,11 @@ def scan(run) -> list[Finding]:
             event.count,
         ))
     never = _never_stepped(run)
-    return found + _unread(run, {(f.file, f.line) for f in never}) + never
+    # the backwards of an optimizer that never stepped: its missing step is the finding (at the backward, or at the
+    # scheduler step that stands in its place, with the backward as symptom)
+    lines = {(f.file, f.line) for f in never}
+    lines |= {(p.file, p.line) for f in never for p in f.related if p.role == "symptom"}
+    return found + _unread(run, lines) + never
 
 
 def _never_stepped(run) -> list[Finding]:
@@ -110,8 +114,20 @@ def _never_stepped(run) -> list[Finding]:
                 or not refused_keys.isdisjoint(keys)):
             continue
         shown = listed(sorted({run.name(key) for key in keys}))
+        call = f"{min(record.names)}.step()" if record.names else "step()"
+        if record.step_call is None and record.scheduler_step is not None and \
+                record.scheduler_steps >= run.record.backwards:
+            found.append(run.finding(
+                KIND, "warning", shown, record.scheduler_step,
+                f"this line steps the learning-rate schedule of the {record.name} built at {record.site} after each of "
+                f"the {run.record.backwards} backward passes that gave its parameters gradients, but the script never "
+                "calls the optimizer's own step(): a schedule changes the learning rate, not the parameters, so they "
+                "never changed.",
+                f"call {call} here, before the scheduler's step().",
+                related={"used": record.site, "symptom": record.lone_backward},
+            ))
+            continue
         if record.step_call is None and record.lone_backward is not None:
-            call = f"{min(record.names)}.step()" if record.names else "step()"
             found.append(run.finding(
                 KIND, "warning", shown, record.lone_backward,
                 f"{run.record.backwards} backward passes gave gradients to the parameters of the {record.name} "

@@ -136,8 +136,8 @@ class Run:
         they happened. A ``state_dict()`` read is no use, a ``.detach()`` that the same line turned
         into a NumPy array or a number is told as that, and one of the leaf itself is a snapshot when every
         backward had a graph."""
-        events = [e for e in self.record.events_for(watched.key)
-                  if e.kind in CUTS and e.detail != "state_dict()"]
+        events = [e for e in self.record.events_for(watched.key)  # a saturated clamp explains zeros, not None
+                  if e.kind in CUTS and e.detail != "state_dict()" and e.extra.get("output") != "saturated"]
         later = {e.site for e in events if e.kind in ("numpy", "item")}
         events = [e for e in events if not (e.kind in ("detach", "data_attr") and e.site in later)]
         if self.record.graphless:

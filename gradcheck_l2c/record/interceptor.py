@@ -21,6 +21,7 @@ from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
 from gradcheck_l2c.record.handlers import (NORMALISING, PASSIVE_ON_PLAIN, constant_over_one, handler_table,
                                            non_differentiable, remember_site)
 from gradcheck_l2c.record.locations import LIBRARY, caller_is_user, frame_kind, user_site
+from gradcheck_l2c.record.saturation import CLAMPS, clamped_everywhere
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import is_compiling
 
@@ -130,6 +131,8 @@ class Interceptor(TorchFunctionMode):
             if out.requires_grad:
                 if func in NORMALISING and constant_over_one(self, func, args, kwargs, out):
                     self.noted += 1  # a softmax over one element is a constant
+                elif func in CLAMPS and clamped_everywhere(self, func, args, kwargs):
+                    self.noted += 1  # a clamp beyond every value passes no gradient
                 if self.unregistered.held:  # plain tensors fresh from a factory on modules: used as weights?
                     self.unregistered.used(args, sys._getframe(1))
                 user_leaves = self.user_leaves

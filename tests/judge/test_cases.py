@@ -290,9 +290,6 @@ KNOWN_MISSES: dict[str, str] = {
         "no_update w :20 (optimizer_d never stepped: the script raised before it; not said now); the case names "
         "the discriminator's use of fake_y without .detach() (:46)",
     # Batch 17, first pass (on b38976a).
-    "b17a_hyphc_scale_clamp_saturates":
-        "first pass: a non_differentiable info note at the Parameter (:23): its gradient is exactly zero at every "
-        "step, told as the model's mathematics; the clamp_min whose bound sits above it all run (:28) is not named",
     "b17b_functorch_make_functional_params_are_copies":
         "first pass: item e :37 and :49, the two loss prints, for the model whose own weights never enter a loss; "
         "the backwards run on the deep copy the script's stand-in for functorch's make_functional made (:38)",

@@ -134,3 +134,40 @@ def test_the_last_leaf_a_refinement_loop_remakes_is_not_unused(snippet):
             guess = (guess - 0.5 * grad).detach().requires_grad_()  # the last one is the answer, not a loss input
     """)
     assert [(kind, line) for kind, line, _ in loud(traced)] == [("unused_parameter", script.line("stray"))]
+
+
+CLAMPED = """
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(4, 2)
+        self.scale = nn.Parameter(torch.tensor([START]))
+
+    def forward(self, inputs):
+        return F.normalize(self.embed(inputs), dim=1) * self.scale.clamp_min(1e-2)  # <- clamp
+
+model = Scaled()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+inputs, target = torch.randn(8, 4), torch.randn(8, 2)
+for step in range(4):
+    opt.zero_grad()
+    F.mse_loss(model(inputs), target).backward()
+    opt.step()
+"""
+
+
+def test_a_clamp_beyond_every_value_of_a_parameter_is_named_where_its_gradient_stays_zero(snippet):
+    """HypHC (b17a_hyphc_scale_clamp_saturates): a learned scale of 1e-3 under `clamp_min(1e-2)` gets a gradient of
+    exactly zero at every step; the clamp is the line to change. Started inside the range, the scale learns through
+    the same clamp (silent), and the zero gradient of a clamp that saturates in some calls while another path trains
+    the tensor is no finding either."""
+    script, traced = run(snippet, CLAMPED.replace("START", "1e-3"))
+    assert loud(traced) == [("non_differentiable", script.line("clamp"), "Scaled.scale")]
+    assert [f.severity for f in traced.findings if f.kind == "non_differentiable"] == ["error"]
+    assert "beyond its bound" in traced.findings[0].message and "x.clamp(low, high)" in traced.findings[0].fix
+    script, traced = run(snippet, CLAMPED.replace("START", "0.5"))
+    assert loud(traced) == [] and all(w.got_grad for w in traced.watched)
+    both = CLAMPED.replace("START", "1e-3").replace("* self.scale.clamp_min(1e-2)",
+                                                    "* self.scale.clamp_min(1e-2) + self.scale")
+    script, traced = run(snippet, both)
+    assert loud(traced) == []

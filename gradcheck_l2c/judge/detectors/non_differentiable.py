@@ -24,6 +24,12 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
                 f"is {'0' if 'log' in op else '1'}) and no gradient reaches {tensor} through it.",
                 "take it over the dimension that holds the classes or experts (check dim=), renormalise after "
                 "selecting (softmax over all scores, then top-k), or use torch.sigmoid for a single logit.")
+    if event.extra.get("output") == "saturated":
+        return (f"`{op}` found every value computed from {tensor} beyond its bound, so it passed them no gradient: "
+                f"{tensor}'s gradient through it is exactly zero at every step and it never changes.",
+                "move the bound below (or above) the values, or start the tensor inside the range; where values "
+                "must stay bounded, use a smooth bound (torch.sigmoid, F.softplus) or keep the identity's gradient: "
+                "x + (x.clamp(low, high) - x).detach().")
     if event.extra.get("output") == "sample":
         return (f"`{op}` draws a random sample whose derivative to its parameters PyTorch defines as zero, "
                 f"so no gradient reaches {tensor} through it.", _fix(op, "sample"))

@@ -137,7 +137,8 @@ class Run:
         into a NumPy array or a number is told as that, and one of the leaf itself is a snapshot when every
         backward had a graph."""
         events = [e for e in self.record.events_for(watched.key)  # a saturated clamp explains zeros, not None
-                  if e.kind in CUTS and e.detail != "state_dict()" and e.extra.get("output") != "saturated"]
+                  if e.kind in CUTS and e.detail != "state_dict()" and e.extra.get("output") != "saturated"
+                  and not _read_for_a_log(e)]
         later = {e.site for e in events if e.kind in ("numpy", "item")}
         events = [e for e in events if not (e.kind in ("detach", "data_attr") and e.site in later)]
         if self.record.graphless:
@@ -241,6 +242,12 @@ def _layer(watched: Watched) -> tuple[int, str] | None:
     if watched.owner is None:
         return None
     return watched.owner.ident, watched.owner.attribute.rpartition(".")[0]
+
+
+def _read_for_a_log(event: Event) -> bool:
+    """A ``.item()`` whose number never came back into torch (printed, logged, compared): it changed nothing that
+    could have given the tensor a gradient."""
+    return event.kind == "item" and event.detail == ".item()" and not event.extra.get("spent")
 
 
 def _bare_leaf(run: Run, watched: Watched) -> bool:

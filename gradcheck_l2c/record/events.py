@@ -12,6 +12,7 @@ class EventExtra(TypedDict, total=False):
     """The facts some kinds of event carry besides their place and operation, given when recorded."""
 
     rebuilds: bool  # no_grad: the op rebuilt a watched leaf out of place (an update step, `w = w - lr * g`)
+    spent: bool  # item: a number `.item()` returned came back into torch or was used as a tensor (`taint.spend`)
     function: bool  # no_grad: a custom autograd Function's forward used the watched leaf without taking it as input
     callers: tuple[Site, ...]  # no_grad: the lines of the user frames that called the cut's function, innermost first
     handed: tuple[bool, ...]  # no_grad: for the cut's frame and each of those, whether its function got a tensor

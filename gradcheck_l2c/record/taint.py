@@ -20,12 +20,13 @@ Chain = tuple[Event, ...]
 class Taint:
     """Immutable map from watched-tensor key to the chain of cuts its values went through."""
 
-    __slots__ = ("chains", "epoch", "alive", "__weakref__")
+    __slots__ = ("chains", "epoch", "alive", "spent", "__weakref__")
 
     def __init__(self, chains: dict[int, Chain]) -> None:
         self.chains = chains
         self.epoch = -1  # the store's epoch when `alive` was last computed
         self.alive = True
+        self.spent = False  # a number carrying it came back into torch (`spend`)
 
     def __repr__(self) -> str:
         return f"Taint({ {k: [e.detail for e in c] for k, c in self.chains.items()} })"
@@ -43,6 +44,12 @@ class TaintedFloat(float):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (float, (float(self),))
+
+    def __getattr__(self, name: str) -> Any:
+        """An attribute a float lacks: asked of the number as of a tensor (``loss.item().backward()``), a use."""
+        if name not in TaintedFloat.__slots__:
+            spend(self.taint)
+        return float.__getattribute__(self, name)
 
 
 def _keeps_taint(name: str) -> Any:
@@ -66,6 +73,17 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__",
               "__neg__", "__pos__", "__abs__"):
     setattr(TaintedFloat, _name, _keeps_taint(_name))
+
+
+def spend(taint: Taint) -> None:
+    """A number ``.item()`` returned came back into torch, or was asked for a tensor's attribute: its ``.item()``
+    cuts were uses of the values, not a reading for a log (once per taint)."""
+    if not taint.spent:
+        taint.spent = True
+        for chain in taint.chains.values():
+            for event in chain:
+                if event.kind == "item":
+                    event.extra["spent"] = True
 
 
 def union(first: Taint, second: Taint) -> Taint:
@@ -138,6 +156,7 @@ class TaintStore:
     def get(self, obj: Any) -> Taint | None:
         if type(obj) is TaintedFloat:
             taint = obj.taint
+            spend(taint)
         else:
             entry = self.by_id.get(id(obj))
             if entry is None or entry[0]() is not obj:

@@ -291,8 +291,9 @@ KNOWN_MISSES: dict[str, str] = {
         "the discriminator's use of fake_y without .detach() (:46)",
     # Batch 17, first pass (on b38976a).
     "b17b_functorch_make_functional_params_are_copies":
-        "first pass: item e :37 and :49, the two loss prints, for the model whose own weights never enter a loss; "
-        "the backwards run on the deep copy the script's stand-in for functorch's make_functional made (:38)",
+        "first pass: item e :37 and :49, the two loss prints (now unused_parameter e :34, the model's line), for the "
+        "model whose own weights never enter a loss; the backwards run on the deep copy the script's stand-in for "
+        "functorch's make_functional made (:38)",
     "b17c_cog_predict_inference_mode_decorator":
         "first pass: no_grad e :26 with the decorator (:22) as `disabled` and in the fix (the tool's line for a "
         "function's own decorator); the trace also broke the script's backward (fixed since)",

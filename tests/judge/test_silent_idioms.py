@@ -357,3 +357,35 @@ def test_a_factory_shaped_like_a_parameter_under_no_grad_cuts_nothing_and_the_op
     t = script.run()
     assert {(kind, line) for kind, _, line, _ in loud(t)} == {("cut_term", script.line("cut"))}, loud(t)
     assert all("`add`" in f.message for f in t.findings if f.kind == "cut_term"), [f.message for f in t.findings]
+
+
+def test_a_loss_printed_with_item_is_not_blamed_for_a_model_no_backward_reached(snippet):
+    """functorch (b17b_functorch_make_functional_params_are_copies): the script trains a deep copy and prints the
+    original model's loss with ``.item()`` before and after; the original gets no gradient because no backward
+    reaches it, not because of the prints. A number from ``.item()`` that comes back into torch is still the cut."""
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    print("before:", F.cross_entropy(model(x), y).item())
+    copy_of = copy.deepcopy(model)
+    opt = torch.optim.SGD(copy_of.parameters(), lr=0.1)
+    for step in range(3):
+        opt.zero_grad()
+        F.cross_entropy(copy_of(x), y).backward()
+        opt.step()
+    print("after:", F.cross_entropy(model(x), y).item())  # <- printed
+    print(model.weight.grad)
+    """))
+    t = script.run()
+    assert not [f for f in t.findings if f.kind == "item"], [(f.kind, f.line) for f in t.findings]
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        opt.zero_grad()
+        value = F.cross_entropy(model(x), y).item()  # <- item
+        loss = torch.tensor(value, requires_grad=True)
+        loss.backward()
+        opt.step()
+    """))
+    t = script.run()
+    assert ("item", script.line("item")) in {(f.kind, f.line) for f in t.findings if f.severity == "error"}

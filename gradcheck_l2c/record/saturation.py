@@ -21,19 +21,19 @@ CLAMPS = frozenset(getattr(owner, name) for owner in (torch, Tensor) for name in
 
 
 def clamped_everywhere(mode: Any, func: Any, args: tuple, kwargs: dict) -> bool:
-    """Whether this clamp of a tensor with history found every value strictly beyond a bound (recorded if so)."""
+    """Whether this clamp of a tensor with history by number bounds found every value strictly below the lower bound
+    or above the upper one (recorded if so). One reduction per bound, no tensor of the input's size; values on both
+    sides of the range at once, and bounds given as tensors, are not looked at."""
     source = args[0] if args else kwargs.get("input")
     if not isinstance(source, Tensor) or not source.requires_grad or not source.numel():
         return False
     upper_only = func.__name__ == "clamp_max"
     low = kwargs.get("min", args[1] if len(args) > 1 and not upper_only else None)
     high = kwargs.get("max", args[1] if len(args) > 1 and upper_only else args[2] if len(args) > 2 else None)
+    if not all(bound is None or type(bound) in (int, float) for bound in (low, high)):
+        return False
     with torch.no_grad():
-        beyond = torch.zeros_like(source, dtype=torch.bool)
-        for bound, outside in ((low, torch.lt), (high, torch.gt)):
-            if bound is not None:
-                beyond |= outside(source, bound)
-        if not bool(beyond.all()):
-            return False
-    mode.cuts.cut("non_differentiable", op_label(func), [source], site=user_site(1), output="saturated")
-    return True
+        beyond = (low is not None and bool(source.max() < low)) or (high is not None and bool(source.min() > high))
+    if beyond:
+        mode.cuts.cut("non_differentiable", op_label(func), [source], site=user_site(1), output="saturated")
+    return beyond

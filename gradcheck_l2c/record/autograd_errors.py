@@ -266,8 +266,7 @@ class ErrorRecorder:
 def _reached_leaves(registry: WatchRegistry, roots: list[Tensor]) -> frozenset[int]:
     """The watched leaves the graph of a refused backward's ``roots`` reaches: the step meant to follow it, for
     their optimizer, never came (the script stopped there, or skipped that step)."""
-    nodes = graph.iter_nodes(graph.grad_roots(_tensors(roots)), graph.SAFE_WALK)
-    keys = (registry.key_of(node.variable) for node in nodes if hasattr(node, "variable"))
+    keys = map(registry.key_of, graph.leaf_tensors(graph.grad_roots(_tensors(roots))))
     return frozenset(key for key in keys if key is not None)
 
 

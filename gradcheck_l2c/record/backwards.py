@@ -106,7 +106,8 @@ class BackwardLog:
             Reachability.remember(roots[0], frozenset(reached))
         if backwards <= 3 or backwards % 50 == 0:
             self._discover(frame)
-            optimizers.lone_backward(frame, reached)
+            if backwards <= 3:
+                optimizers.lone_backward(frame, reached)
             if backwards in (2, 3):
                 optimizers.unstepped_names(frame)
         self.cut_off = set()

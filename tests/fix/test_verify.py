@@ -103,7 +103,7 @@ def test_with_verify_the_printed_diff_holds_only_the_fixes_that_work(tmp_path, m
         "loss.requires_grad_()\n"
         "loss.backward()\n"
         "shift = b.sum().item()  # no backward ever reaches b: dropping .item() cannot help\n"
-        "print(w.grad, b.grad, shift)\n")
+        "print(w.grad, b.grad, torch.tensor(shift) * 2)\n")  # the number comes back into torch: a use, not a log
     monkeypatch.chdir(tmp_path)
     assert main(["fix", "--verify", "--html", "report", "train.py"]) == 1  # the error on b has no working fix
     out = capsys.readouterr()

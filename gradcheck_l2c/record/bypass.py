@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.locations import USER, frame_kind
+from gradcheck_l2c.record.locations import USER, frame_kind, user_site
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.straight_code import straight_class, straight_forward
 from gradcheck_l2c.record.torch_internals import (calls_go_to_forward, compiled, global_forward_hooks, hook_tables,
@@ -199,16 +199,19 @@ class ModuleBypass:
                 and not global_forward_hooks())
 
     def wrap(self, call: Callable[..., Any]) -> Callable[..., Any]:
-        """``nn.Module.__call__`` that runs past the interceptor when it may, and learns when it may not."""
+        """``nn.Module.__call__`` that runs past the interceptor when it may, and learns when it may not; it notes
+        where user code first called each module (the judge names a layer that ran but never learnt there)."""
         bypass, mode, clean = self, self.mode, self._clean
         dirty, dirty_without_grad = self._dirty, self._dirty_without_grad
-        scope, user_leaves = self.state.scope, self.state.registry.user_leaves
+        scope, user_leaves, called = self.state.scope, self.state.registry.user_leaves, self.state.registry.called
 
         def calling_module(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
             passing = bypass.passing
             if passing:  # a layer under one that runs past the mode: done at once
                 return self.forward(*args, **kwargs) if passing == STRAIGHT else call(self, *args, **kwargs)
             ident, grad = id(self), _is_grad_enabled()
+            if ident not in called and scope.in_trace_thread():  # the first call: where user code made it
+                called[ident] = (_reference(called, ident, self), user_site(1))
             if (not innermost_mode_is(mode) or is_compiling() or ident in (dirty if grad else dirty_without_grad)
                     or scope.quiet or not bypass.may_pass(self)):
                 return call(self, *args, **kwargs)

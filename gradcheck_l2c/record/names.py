@@ -57,17 +57,26 @@ def resolve_names(registry: WatchRegistry) -> None:
 
 def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
     """Remember, for each watched parameter of ``root``'s tree, the parameters of its module's tree (one
-    getting a gradient shows that forward ran) and where the forward of its module and of that module's
-    parent start: judged later, maybe after the model is gone."""
+    getting a gradient shows that forward ran), where the forward of its module and of that module's
+    parent start, and where user code first called each module above it: judged later, maybe after the model
+    is gone."""
     modules = dict(root.named_modules())
+    called = registry.called
     for prefix, module in modules.items():
         params = [registry.get(p) for p in module.parameters(recurse=False)]
+        if not any(params):
+            continue
         keys = tuple(w.key for w in map(registry.get, module.parameters()) if w is not None)
         parent = modules.get(prefix.rpartition(".")[0]) if prefix else None
         forwards = (forward_site(type(module)), forward_site(type(parent)) if parent is not None else None)
+        chain = [module] + [modules[prefix.rsplit(".", depth)[0]] for depth in range(1, prefix.count(".") + 1)]
+        if prefix:
+            chain.append(root)
+        calls = tuple((id(m), type(m).__name__, called[id(m)][1] if id(m) in called else None) for m in chain)
         for watched in params:
             if watched is not None:
                 watched.siblings, watched.forwards, watched.holder = keys, forwards, type(module).__name__
+                watched.calls = calls
 
 def _fallback_name(watched: Watched) -> str:
     """A name for a tensor no live module holds: its module attribute, variable, or creation line."""

@@ -78,6 +78,7 @@ class Watched:
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
     forwards: tuple[Site | None, Site | None] = (None, None)  # forward of that module, and of its parent
     holder: str = ""  # class of the module that holds it
+    calls: tuple[tuple[int, str, Site | None], ...] = ()  # that module and those above it: id, class, first call
     last_reached: int = 0  # the backward call (1-based) that last gave it a gradient
     first_reached: int = 0  # and the one that first did
     hook: Any = None
@@ -176,6 +177,8 @@ class WatchRegistry:
         # it as an attribute of parent; kept after the modules are gone, so that the judge can follow a
         # parameter's modules up to the one to change
         self.placed: dict[int, tuple[Site | None, int, tuple[StackEntry, ...]]] = {}
+        # id(module) -> (module, the user line that first called it), while the module lives
+        self.called: dict[int, tuple[weakref.ref, Site | None]] = {}
 
     def key_of(self, tensor: Any) -> int | None:
         watched = self.by_id.get(id(tensor))

@@ -52,6 +52,58 @@ model = Net()
 """)
     assert {(f.kind, f.line) for f in found} == {("unused_parameter", script.line("unused"))}
     assert all(f.tensor.startswith("Net.skipped.inner.") for f in found)
+    assert all("its forward was never called" in f.message for f in found)
+
+
+def test_a_submodule_called_whose_output_is_dropped_is_told_apart_from_one_never_called(snippet):
+    script, found = loud(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used = Block()
+        self.aux = Block()  # <- defined
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, h):
+        h = self.used(h)
+        extra = self.aux(h)  # <- called
+        return self.head(h)
+
+model = Net()
+""")
+    assert {(f.kind, f.line) for f in found} == {("unused_parameter", script.line("defined"))}
+    called = f"{script.path.name}:{script.line('called')}"
+    assert all(f"Block was called at {called}, but no backward went through its output" in f.message
+               and "never called" not in f.message for f in found)
+    assert all((r.role, r.line) == ("used", script.line("called")) for f in found for r in f.related)
+
+
+def test_the_call_named_is_that_of_the_outermost_module_that_learnt_nothing(snippet):
+    script, found = loud(snippet, """
+class Neck(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fuse = nn.Linear(4, 4)
+        self.aux_head = Block()  # <- defined
+
+    def forward(self, h):
+        return self.fuse(h), self.aux_head(h)  # <- called
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.neck = Neck()
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, h):
+        h, _ = self.neck(h)
+        return self.head(h)
+
+model = Net()
+""")
+    assert {(f.kind, f.line) for f in found} == {("unused_parameter", script.line("defined"))}
+    assert all(f.tensor.startswith("Net.neck.aux_head.inner.") for f in found)
+    assert all(f"Block was called at {script.path.name}:{script.line('called')}," in f.message for f in found)
 
 
 def test_modules_in_a_plain_list_are_named_at_the_list(snippet):

@@ -63,6 +63,13 @@ def scan(run) -> list[Finding]:
                 where, used = f"; {module}.forward does not use it", own_forward
                 fix = (f"use it in {module}.forward so that the loss depends on it, or set requires_grad_(False) "
                        "on it (or register it as a buffer) if it is not meant to learn.")
+            elif (call := _unlearnt_call(watched, families)) is not None:
+                caller, used = call
+                where = (f"; {caller} was called at {used}, but no backward went through its output (none of its "
+                         "parameters got a gradient)")
+                fix = (f"make the loss that backward() starts from depend on the output of this {caller} call (an "
+                       "output dropped by `x, _ = ...` or overwritten is lost), or stop calling it and remove it "
+                       "(freeze it with requires_grad_(False) if it should stay but not learn).")
             else:
                 where = (f"; no parameter of {module} got a gradient, so its forward was never called "
                          "or its output was not used")
@@ -82,7 +89,7 @@ def scan(run) -> list[Finding]:
 
 
 class _Families:
-    """The modules user code set during the trace, each with the trainable tensors below it, and the lines
+    """The modules user code set or called during the trace, each with the trainable tensors below it, and the lines
     whose tensors learnt; built on first use, once per scan."""
 
     def __init__(self, run) -> None:
@@ -97,7 +104,7 @@ class _Families:
             record = self.run.record
             for w in record.watched():
                 if w.trainable():
-                    for module, _ in w.placed:
+                    for module in {ident for ident, _ in w.placed} | {ident for ident, _, _ in w.calls}:
                         self._learnt[module] = self._learnt.get(module, False) or w.ever_grad
         return self._learnt.get(ident, False)
 
@@ -116,6 +123,18 @@ def _unused_module_site(run, watched, families: _Families):
         if not families.learnt(ident):
             return site
     return None
+
+
+def _unlearnt_call(watched, families: _Families):
+    """The outermost module above the tensor none of whose parameters learnt, if user code called it: its class and
+    the line of its first call (it ran; its output reached no backward)."""
+    found = None
+    for ident, cls, site in watched.calls:  # the holder first
+        if families.learnt(ident):
+            break
+        if site is not None:
+            found = cls, site
+    return found
 
 
 def _siblings_learn(run, watched) -> bool:

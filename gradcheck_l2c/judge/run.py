@@ -39,6 +39,18 @@ class Run:
     def __post_init__(self) -> None:
         self._asked_layers = {_layer(w) for w in self.record.watched() if w.explicit or w.grad_read is not None}
         self._asked_layers.discard(None)
+        self._learning_calls: set[tuple[str, int, int]] | None = None
+
+    def last_of_a_loop(self, watched: Watched) -> bool:
+        """A tensor (no parameter) that got no gradient, made by a call (line and column) whose other tensors got
+        one: the last of the leaves a loop remakes there (PGD's perturbation, an inner optimisation's variable),
+        left when the loop ended."""
+        if watched.is_parameter or watched.ever_grad or watched.site is None:
+            return False
+        if self._learning_calls is None:
+            self._learning_calls = {_call(w.site) for w in self.record.watched()
+                                    if not w.is_parameter and w.ever_grad and w.site is not None}
+        return _call(watched.site) in self._learning_calls
 
     def expected(self, watched: Watched) -> bool:
         """The user asked for this gradient: by watching it, reading its ``.grad`` (or another parameter's
@@ -181,6 +193,8 @@ def judge(record: TraceRecord) -> Verdict:
             elif watched.zero_checks and not watched.nonzero_grad:
                 zero.append(watched)
             continue
+        if _bare_leaf(run, watched) and watched.grad_read is None and run.last_of_a_loop(watched):
+            continue  # its values may go on (an adversarial batch, detached), its gradient was never wanted
         symptom = run.symptom(watched)
         chains = record.missed(watched.key)
         if chains and _bare_leaf(run, watched):  # a leaf re-made from its own values (PGD's next step) on purpose
@@ -236,6 +250,11 @@ def _step_miss_findings(run: Run, watched: Watched, miss: StepMiss) -> list[Find
     return findings
 
 
+def _call(site: Site) -> tuple[str, int, int]:
+    """A site with its column: two calls on one line (``[torch.randn(...), torch.zeros(...)]``) are told apart."""
+    return site.file, site.line, site.column
+
+
 def _layer(watched: Watched) -> tuple[int, str] | None:
     """The module that directly holds a parameter, as (its outermost module's id, path to it): known even
     after the module is gone (scripts end before they are judged)."""
@@ -271,6 +290,8 @@ def _listed(run: Run, watched: Watched, named: set[str]) -> bool:
     """Whether the summary counts it: a tensor without gradient that nobody meant to learn (optimizers
     exist, none holds it, the user did not ask) and no finding names is a copy, a target network, a
     template or a replaced original; saying it "got no gradient" would blame correct code."""
+    if _bare_leaf(run, watched) and watched.grad_read is None and run.last_of_a_loop(watched):
+        return False
     return (watched.ever_grad or watched.name in named or not run.record.optimizers
             or run.expected_or_optimized(watched))
 

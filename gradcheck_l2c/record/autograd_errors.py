@@ -21,7 +21,7 @@ import torch
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.args import op_label, tensors_in
-from gradcheck_l2c.record.code_lines import stores_attribute
+from gradcheck_l2c.record.code_lines import last_binding, stores_attribute
 from gradcheck_l2c.record.error_categories import IN_FORWARD, classify, multiple_views
 from gradcheck_l2c.record.failures import BackwardFailure
 from gradcheck_l2c.record.function_sites import function_backward_site, missing_backward_site, view_return_site
@@ -30,6 +30,7 @@ from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
+from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
@@ -64,8 +65,8 @@ class AutogradError:
 class ErrorRecorder:
     """Turns autograd's errors into `AutogradError` facts, one per category and place, counted."""
 
-    def __init__(self, registry: WatchRegistry, origins: Origins) -> None:
-        self.registry, self.origins = registry, origins
+    def __init__(self, registry: WatchRegistry, origins: Origins, scope: Scope) -> None:
+        self.registry, self.origins, self.scope = registry, origins, scope
         self.errors: dict[tuple[Any, ...], AutogradError] = {}
 
     def backward(self, error: RuntimeError, roots: list[Tensor], call: Site | None, failure: BackwardFailure | None,
@@ -96,6 +97,11 @@ class ErrorRecorder:
                 # enable_grad() records nothing inside inference_mode: the lines running now, for the judge to
                 # find the one under the inference_mode that turned recording off
                 detail = {"inference": tuple(site for _, _, site in user_stack(1))}
+            elif category == "graphless" and self.scope.custom_forwards:
+                # a custom Function's forward runs with grad off: the value was made there, on the line binding it
+                made = last_binding(frame.f_code, subject, call.line) if frame is not None and call is not None else None
+                cause = Site(call.file, made) if made is not None else call
+                detail = {"forward_of": self.scope.custom_forwards[-1]}
             elif category == "graphless":
                 cause, detail = self._all_frozen()
             reaches = _reached_leaves(self.registry, roots)
@@ -126,7 +132,7 @@ class ErrorRecorder:
             tensors = tensors_in(args, kwargs)
             if category == "deepcopy_non_leaf":
                 target = tensors[0] if tensors else None
-                subject, cause = self._stored(target) if target is not None else (None, None)
+                subject, cause = _attribute_holding(self.registry, target) if target is not None else (None, None)
                 detail: dict[str, Any] = {}
             elif category == "inference_saved":
                 target = next((t for t in tensors if t.is_inference()), None)
@@ -249,18 +255,19 @@ class ErrorRecorder:
                 return name, watched.key if watched is not None else None, {"index": index, "output": subject}
         return "inputs", None, {"output": subject}
 
-    def _stored(self, tensor: Tensor) -> tuple[str | None, Site | None]:
-        """The module attribute that holds a tensor, and where user code stored it there."""
-        for (_, attr), (ref, site) in list(self.registry.assigned.items()):
-            module = ref()
-            if module is not None and module.__dict__.get(attr) is tensor:
-                return f"{type(module).__name__}.{attr}", site
-        for ref, _ in list(self.registry.modules.values()):
-            module = ref()
-            for attr, value in (vars(module).items() if module is not None else ()):
-                if value is tensor:
-                    return f"{type(module).__name__}.{attr}", attribute_site(module, attr)
-        return None, None
+
+def _attribute_holding(registry: WatchRegistry, tensor: Tensor) -> tuple[str | None, Site | None]:
+    """The module attribute that holds a tensor, and where user code stored it there."""
+    for (_, attr), (ref, site) in list(registry.assigned.items()):
+        module = ref()
+        if module is not None and module.__dict__.get(attr) is tensor:
+            return f"{type(module).__name__}.{attr}", site
+    for ref, _ in list(registry.modules.values()):
+        module = ref()
+        for attr, value in (vars(module).items() if module is not None else ()):
+            if value is tensor:
+                return f"{type(module).__name__}.{attr}", attribute_site(module, attr)
+    return None, None
 
 
 def _reached_leaves(registry: WatchRegistry, roots: list[Tensor]) -> frozenset[int]:

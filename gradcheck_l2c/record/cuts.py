@@ -189,10 +189,10 @@ class CutRecorder:
         exclude = frozenset(k for k in map(self.registry.key_of, targets) if k is not None)
         rebuilt = None if inplace else self._rebuilt(inputs, out)
         taint = self.taints.of_args(args, kwargs)
-        if self.scope.custom_forward and self.scope.captured:
+        if self.scope.custom_forwards and self.scope.captured:
             key_of = self.registry.key_of
             self.scope.captured[-1].update(k for k in (key_of(t) for t in inputs if t.is_leaf) if k is not None)
-        if any(self.reach(t) - exclude for t in inputs) and not self.scope.custom_forward \
+        if any(self.reach(t) - exclude for t in inputs) and not self.scope.custom_forwards \
                 and not called_from(_NOT_CUTS, 1) and not _in_module_apply():
             taint = self.taints.merge(taint, self.cut("no_grad", op_label(func), inputs, site=user_site(1),
                                                       exclude=exclude, rebuilt=rebuilt))

@@ -1,7 +1,8 @@
 """Where the parameter list given to an optimizer was built, when that is not the optimizer's own line: a
 variable assigned earlier (``params = list(a.parameters()) + list(b.parameters())``) or a method of the
-user's that returns the groups (``model.get_optimizer_parameters(lr)``), the last of groups written one a line,
-or a group built beside the list and never added to it. A parameter left out of the list is fixed there.
+user's that returns the groups (``model.get_optimizer_parameters(lr)``) or all the optimizer's arguments
+(``Adam(**get_params_options(args, model))``), the last of groups written one a line, or a group built beside the
+list and never added to it. A parameter left out of the list is fixed there.
 
 The optimizer's call is found in the syntax tree of the calling line; a name is followed to its last
 assignment above the call in the same function, and a called function (looked up in the running frame,
@@ -28,10 +29,20 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     params, assigned = _params_argument(filename, line, optimizer_class)
     if isinstance(params, ast.Name):
         return Site(filename, assigned) if assigned is not None else None
-    if isinstance(params, (ast.List, ast.Tuple)) and params.elts and params.end_lineno != params.lineno:
-        return Site(filename, params.elts[-1].end_lineno)  # groups one a line: a left-out one goes after the last
+    groups = _last_group_line(params)
+    if groups is not None:
+        return Site(filename, groups)
     if isinstance(params, ast.Call):
         return _returned_at(_resolve(params.func, frame))
+    if isinstance(params, ast.keyword):  # ``**helper(...)``: the ``params`` of the keywords the helper returns
+        return _returned_params_at(_resolve(params.value.func, frame))
+    return None
+
+
+def _last_group_line(params: ast.expr | None) -> int | None:
+    """Groups written one a line (a list over several lines): a left-out one goes after the last."""
+    if isinstance(params, (ast.List, ast.Tuple)) and params.elts and params.end_lineno != params.lineno:
+        return params.elts[-1].end_lineno
     return None
 
 
@@ -72,14 +83,17 @@ def _last_touch(filename: str, line: int, name: str) -> int | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _params_argument(filename: str, line: int, optimizer_class: str) -> tuple[ast.expr | None, int | None]:
-    """The ``params`` argument of the ``optimizer_class(...)`` call on this line and, when it is a name, the
-    line that last assigned it: found once per line (a loop may build an optimizer at every step)."""
+def _params_argument(filename: str, line: int, optimizer_class: str) -> tuple[ast.AST | None, int | None]:
+    """The ``params`` argument of the ``optimizer_class(...)`` call on this line (or its ``**kwargs`` unpacking)
+    and, when it is a name, the line that last assigned it: found once per line (a loop may build an optimizer at
+    every step)."""
     tree = source_tree(filename)
     call = _optimizer_call(tree, line, optimizer_class) if tree is not None else None
     if call is None:
         return None, None
     params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+    if params is None:  # Adam(**helper(...)): the keyword unpacking stands for the arguments
+        params = next((k for k in call.keywords if k.arg is None and isinstance(k.value, ast.Call)), None)
     assigned = _last_assignment(tree, params.id, call.lineno) if isinstance(params, ast.Name) else None
     return params, assigned
 
@@ -225,6 +239,34 @@ def _resolve(func: ast.expr, frame: FrameType) -> Any:
 
 def _returned_at(function: Any) -> Site | None:
     """The line of the only ``return <value>`` of a user function."""
+    found = _only_return(function)
+    return Site(found[0], found[2].lineno) if found is not None else None
+
+
+def _returned_params_at(function: Any) -> Site | None:
+    """For a user function that returns an optimizer's keyword arguments (``return dict(params=[...], lr=lr)``, or a
+    name assigned such a dict in it): where its ``params`` groups end; else its ``return`` line."""
+    found = _only_return(function)
+    if found is None:
+        return None
+    file, node, returned = found
+    value = returned.value
+    if isinstance(value, ast.Name):
+        bindings = [a for a in ast.walk(node) if isinstance(a, ast.Assign) and a.lineno < returned.lineno
+                    and any(isinstance(t, ast.Name) and t.id == value.id for t in a.targets)]
+        value = max(bindings, key=lambda a: a.lineno).value if bindings else None
+    params = None
+    if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "dict":
+        params = next((k.value for k in value.keywords if k.arg == "params"), None)
+    elif isinstance(value, ast.Dict):
+        params = next((v for k, v in zip(value.keys, value.values)
+                       if isinstance(k, ast.Constant) and k.value == "params"), None)
+    groups = _last_group_line(params)
+    return Site(file, groups if groups is not None else returned.lineno)
+
+
+def _only_return(function: Any) -> tuple[str, ast.AST, ast.Return] | None:
+    """A user function's file, syntax node and only ``return <value>``."""
     function = getattr(function, "__func__", function)
     code = getattr(function, "__code__", None)
     if code is None or frame_kind(code.co_filename) != USER:
@@ -236,5 +278,5 @@ def _returned_at(function: Any) -> Site | None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name \
                 and code.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list)):
             returns = [r for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
-            return Site(code.co_filename, returns[0].lineno) if len(returns) == 1 else None
+            return (code.co_filename, node, returns[0]) if len(returns) == 1 else None
     return None

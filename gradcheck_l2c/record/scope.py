@@ -27,7 +27,8 @@ class Scope:
     pid: int = field(default_factory=os.getpid)
     thread: int = field(default_factory=threading.get_ident)
     quiet: bool = False  # torch's own optimizer code is running (zero_grad, a step without closure): nothing to see
-    custom_forward: int = 0  # depth of custom autograd.Function forwards (grad is off there by design)
+    # the custom autograd.Function classes whose forward runs now, innermost last (grad is off there by design)
+    custom_forwards: list[str] = field(default_factory=list)
     captured: list[set[int]] = field(default_factory=list)  # per running custom forward: watched leaves it used
     module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
     # backward passes run by other threads, which the trace does not cover: (thread, site) -> count

@@ -66,7 +66,7 @@ class TraceState:
                                         self.cuts, self.backwards, self.discover)
         self.taints.on_settle.append(lambda key: self.events.settle(key, self.backwards.missed, self.taints))
         self.origins = Origins()
-        self.errors = ErrorRecorder(self.registry, self.origins)
+        self.errors = ErrorRecorder(self.registry, self.origins, self.scope)
         self._word_failure = word_failure
         self.health = NanWatch(self.clock, self.registry) if nan else None  # --nan: where NaN/Inf was born
         self.grad_stats = GradStats(self.registry) if grad_stats else None  # --grad-stats: norms per backward

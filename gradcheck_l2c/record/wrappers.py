@@ -150,14 +150,14 @@ def function_apply(state: TraceState, original: Any) -> Callable[..., Any]:
         if not state.scope.in_trace_thread():
             return original.__get__(None, cls)(*args, **kwargs)
         scope = state.scope
-        scope.custom_forward += 1
+        scope.custom_forwards.append(cls.__name__)
         used: set[int] = set()
         scope.captured.append(used)
         try:
             out = original.__get__(None, cls)(*args, **kwargs)
         finally:
             scope.captured.pop()
-            scope.custom_forward -= 1
+            scope.custom_forwards.pop()
         if used:
             state.cuts.function_ran(cls, args, used)
         return out

@@ -676,6 +676,44 @@ CASES = {
         h = (w * 2)[0].detach()
         (w * 2).sum().backward()
         """),
+    # an inner optimisation inside a custom Function's forward, which runs with gradients off (pytorch#32091)
+    "graphless_in_function_forward": ("""
+        class Refine(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, h):
+                z = h.clone().requires_grad_()
+                for _ in range(3):
+                    energy = (z - h).pow(2).sum() + z.abs().sum()  # <- autograd_error
+                    grad, = torch.autograd.grad(energy, z)  # <- symptom
+                    z = (z - 0.1 * grad).detach().requires_grad_()
+                return z.detach()
+
+            @staticmethod
+            def backward(ctx, grad_out):
+                return grad_out
+
+        layer = nn.Linear(4, 4)
+        Refine.apply(layer(x)).sum().backward()
+        """, """
+        class Refine(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, h):
+                h = h.detach()
+                z = h.clone().requires_grad_()
+                with torch.enable_grad():
+                    for _ in range(3):
+                        energy = (z - h).pow(2).sum() + z.abs().sum()
+                        grad, = torch.autograd.grad(energy, z)
+                        z = (z - 0.1 * grad).detach().requires_grad_()
+                return z.detach()
+
+            @staticmethod
+            def backward(ctx, grad_out):
+                return grad_out
+
+        layer = nn.Linear(4, 4)
+        Refine.apply(layer(x)).sum().backward()
+        """),
     # every parameter frozen, the head by the branch meant to keep it trainable (AaronComo/LipFD#18)
     "graphless_all_frozen": ("""
         model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))

@@ -303,6 +303,36 @@ KNOWN_MISSES: dict[str, str] = {
     "b17c_darts_repackage_hidden_not_detached":
         "first pass: autograd_error e :49, where the carried hidden state re-enters the model; the case names the "
         "`return h` of the repackage_hidden that was meant to detach it (:21)",
+    # Batch 18, first pass (on 7ff1baa).
+    "b18a_transformers_checkpoint_reentrant_lora":
+        "first pass: no_grad e :59, the reentrant checkpoint call whose inputs need no gradient; the case names the "
+        "training arguments (:93) that set use_reentrant, a configuration the run cannot tie to the call",
+    "b18a_softmax_splatting_saved_input_modified_inplace":
+        "first pass: inplace_saved e :52, the ReLU(inplace=True) that overwrote the saved input (the other valid "
+        "fix); the case names the save_for_backward that the report's .clone() went into (:34)",
+    "b18a_pytorch_optimization_inside_function_forward":
+        "first pass: autograd_error e :31 ('no cut the trace saw explains why'); now autograd_error e :30, the loss "
+        "line inside the Function's forward, told as made with gradients off there; the case expects no_grad",
+    "b18a_esm_vqvae_decoder_takes_indices":
+        "first pass: nothing; the reconstruction term reaches the encoder only through argmin's indices, which "
+        "pseudo-labelling does on purpose, and the encoder learns from the commitment term",
+    "b18b_litgpt_warmup_lambda_stepped_per_epoch":
+        "first pass: no_update w :25, the LambdaLR whose rate is 0 at every step; the case names the scheduler "
+        "config's interval one line below (:26)",
+    "b18b_openpcdet_nonleaf_parameter_left_out_of_onecycle":
+        "first pass: optimizer w :42, the list of the leaf modules' parameters (where the parameter was made, :23, "
+        "as related); the case names the parameter, wrapped in a module by the report's fix",
+    "b18b_vitpose_layer_decay_applied_every_step":
+        "first pass: nothing; the rate falls geometrically to 1e-28, never to 0, written into param_groups by user "
+        "code the run does not see (:22)",
+    "b18b_megatron_finetune_load_after_main_params_copied":
+        "first pass: nothing; the optimizer steps float32 copies that a later load overwrites under no_grad",
+    "b18c_attention_is_all_you_need_position_enc_left_out_of_optimizer":
+        "first pass: optimizer w :39, the filter that leaves the table out of the trainable parameters; the case "
+        "names the optimizer (:47)",
+    "b18c_transformers_generate_no_grad_in_training":
+        "first pass: no_grad e :30, the first op under generate's @torch.no_grad() (the tool's line for a "
+        "function's own decorator, as b17c_cog); the case names the call of generate in training (:41)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
@@ -320,6 +350,14 @@ KNOWN_NOISY: dict[str, str] = {
     "b10_fpn_lateral_iadd_relu_output":
         "unused_parameter at 10: fpn_convs[1] and [2] run, but only outs[0] reaches the loss (true of the "
         "script, not the report's bug)",
+    # Batch 18, first pass.
+    "b18a_esm_vqvae_decoder_takes_indices":
+        "unused_parameter w :50: the decoder's token embedding, unused once z_q is fed (true of the script)",
+    "b18a_pytorch_optimization_inside_function_forward":
+        "optimizer w :25: the Parameter made at each call of the Function's forward and stepped by hand through "
+        ".data is told as in no optimizer (a hand-written update through .data is not seen)",
+    "b18c_transformers_generate_no_grad_in_training":
+        "unused_parameter w :21: lm_head runs, its logits reach no loss (true of the script)",
 }
 
 

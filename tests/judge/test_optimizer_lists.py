@@ -1,6 +1,6 @@
 """A parameter in no optimizer is named where it was left out: the line that built the list the optimizer
-was given (a variable assigned above, a method of the user's that returns the groups, the last of groups written
-one a line), a group built beside that list and never given (where it was last extended), or the line of a
+was given (a variable assigned above, a method of the user's that returns the groups or all the optimizer's
+keyword arguments, the last of groups written one a line), a group built beside that list and never given (where it was last extended), or the line of a
 forward that made it lazily after the optimizer was built; otherwise the optimizer's own line."""
 from __future__ import annotations
 
@@ -63,6 +63,41 @@ opt = torch.optim.SGD(model.groups(0.1), lr=0.1)
 """)
     assert {f.line for f in found} == {script.line("built")}
     assert {f.tensor for f in found} == {"Net.body.weight", "Net.body.bias"}
+
+
+def test_keyword_arguments_returned_by_a_helper_are_named_at_their_last_group(snippet):
+    """``Adam(**get_params_options(args, model))``: the groups are the helper's, the left-out one goes after the
+    last (ACEsuit/mace#1529)."""
+    script, found = optimizer_findings(snippet, """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+
+def options(lr):
+    kwargs = dict(
+        params=[
+            {"params": model[0].parameters(), "weight_decay": 0.0},
+            {"params": model[2].parameters()},  # <- last
+        ],
+        lr=lr,
+    )
+    return kwargs
+
+opt = torch.optim.SGD(**options(0.1))  # <- optimizer
+""")
+    assert {(f.line, f.tensor) for f in found} == {(script.line("last"), "Sequential.4.weight"),
+                                                 (script.line("last"), "Sequential.4.bias")}
+    assert ("used", script.line("optimizer")) in places(found[0])
+
+
+def test_keyword_arguments_a_helper_returns_as_a_literal_are_named_at_its_return(snippet):
+    script, found = optimizer_findings(snippet, """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+
+def options():
+    return {"params": model[0].parameters(), "lr": 0.1}  # <- built
+
+opt = torch.optim.SGD(**options())
+""")
+    assert {f.line for f in found} == {script.line("built")}
 
 
 def test_a_list_written_in_the_optimizer_call_stays_at_the_call(snippet):

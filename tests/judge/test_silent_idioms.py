@@ -389,3 +389,40 @@ def test_a_loss_printed_with_item_is_not_blamed_for_a_model_no_backward_reached(
     """))
     t = script.run()
     assert ("item", script.line("item")) in {(f.kind, f.line) for f in t.findings if f.severity == "error"}
+
+
+def test_the_last_perturbation_of_an_adversarial_loop_returned_detached_is_no_cut(snippet):
+    """Madry's PGD training: each step remakes the perturbation as a leaf; the last one never needs a gradient and
+    the adversarial batch is handed back detached."""
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def pgd(x, y, eps=0.1, steps=3):
+        delta = torch.zeros_like(x).requires_grad_()
+        for _ in range(steps):
+            loss = F.cross_entropy(model(x + delta), y)
+            grad, = torch.autograd.grad(loss, delta)
+            delta = (delta + 0.01 * grad.sign()).clamp(-eps, eps).detach().requires_grad_()
+        return (x + delta).detach()
+
+    for step in range(3):
+        loss = F.cross_entropy(model(pgd(x, y)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """))
+    t = script.run()
+    assert loud(t) == [] and missing(t) == []
+
+
+def test_a_leaf_made_beside_one_that_learns_is_still_judged(snippet):
+    """Two leaves made on one line are two calls: the one a detach cut off is named, though the other learnt."""
+    script = snippet(program("""
+    fast = [torch.randn(4, 3, requires_grad=True), torch.zeros(3, requires_grad=True)]
+    for _ in range(2):
+        w0 = fast[0].detach()  # <- detach
+        F.cross_entropy(x @ w0 + fast[1], y).backward()
+    """))
+    t = script.run()
+    assert [(kind, line) for kind, _, line, _ in loud(t)] == [("detach", script.line("detach"))]

@@ -32,8 +32,8 @@ def scan(run) -> list[Finding]:
 
 def note(fact: AutogradError) -> str | None:
     """The note added to PyTorch's error: the line to change, what happened there, and the fix."""
-    if fact.category in ("ddp", "other", "inplace_saved") or \
-            (fact.category == "graphless" and _under_inference_mode(fact) is None and not fact.detail.get("frozen")):
+    if fact.category in ("ddp", "other", "inplace_saved") or (fact.category == "graphless" and _under_inference_mode(
+            fact) is None and not fact.detail.get("frozen") and not fact.detail.get("forward_of")):
         return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
     message, fix = words(fact, fact.subject)
     where = place(fact)
@@ -277,6 +277,13 @@ def _graphless(fact: AutogradError, name: str, call: str, said: str) -> tuple[st
                 "run it under torch.no_grad() instead of torch.inference_mode() (enable_grad() can turn "
                 "recording back on there), or outside both if it needs gradients.")
     what = f"`{name}`" if name != "backward()" else "its loss"
+    function = fact.detail.get("forward_of")
+    if function is not None:
+        return (f"this line runs inside {function}.forward, and a custom autograd.Function's forward always runs "
+                f"with gradients off: {what} was computed here without a graph, so backward(){call} was "
+                f"refused{said}.",
+                "compute it under `with torch.enable_grad():` inside forward, from inputs taken with .detach() (so "
+                "that this backward stays inside forward), or run this optimisation outside the Function.")
     if fact.detail.get("frozen"):
         return (f"this line switched off requires_grad of {fact.detail['last']}, and by the time backward(){call} "
                 f"ran all {fact.detail['frozen']} parameters were frozen: {what} was computed from none that "

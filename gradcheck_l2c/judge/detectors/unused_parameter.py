@@ -51,7 +51,7 @@ def scan(run) -> list[Finding]:
             continue  # its values were cut on the way: those cuts are the findings
         if record.under_derivative(watched.key) and _siblings_learn(run, watched):
             continue  # its layer reached the loss through a derivative, which does not depend on it (a bias)
-        if not watched.is_parameter and watched.site in families.learning_sites():
+        if run.last_of_a_loop(watched):
             continue  # the last of the leaves a loop remakes on this line, whose earlier ones got gradients
         fix = ("use it in the computation of the loss, or set requires_grad_(False) on it if it is not meant "
                "to learn.")
@@ -89,13 +89,12 @@ def scan(run) -> list[Finding]:
 
 
 class _Families:
-    """The modules user code set or called during the trace, each with the trainable tensors below it, and the lines
-    whose tensors learnt; built on first use, once per scan."""
+    """The modules user code set or called during the trace, each with the trainable tensors below it; built on first
+    use, once per scan."""
 
     def __init__(self, run) -> None:
         self.run = run
         self._learnt: dict[int, bool] | None = None
-        self._sites: set | None = None
 
     def learnt(self, ident: int) -> bool:
         """Whether a trainable tensor below the module ``ident`` got a gradient."""
@@ -107,13 +106,6 @@ class _Families:
                     for module in {ident for ident, _ in w.placed} | {ident for ident, _, _ in w.calls}:
                         self._learnt[module] = self._learnt.get(module, False) or w.ever_grad
         return self._learnt.get(ident, False)
-
-    def learning_sites(self) -> set:
-        """The lines that made tensors (no parameters) which got a gradient: a loop's refined leaf is one."""
-        if self._sites is None:
-            self._sites = {w.site for w in self.run.record.watched()
-                           if not w.is_parameter and w.ever_grad and w.site is not None}
-        return self._sites
 
 
 def _unused_module_site(run, watched, families: _Families):

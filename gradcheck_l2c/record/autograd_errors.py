@@ -28,9 +28,9 @@ from gradcheck_l2c.record.function_sites import function_backward_site, missing_
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
+from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
-from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor

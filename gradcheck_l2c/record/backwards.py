@@ -218,6 +218,7 @@ class BackwardLog:
             if watched is None:
                 return
             watched.grad_used = True  # the script itself reads it: its cuts keep travelling (`settle`)
+            self.optimizers.use.read_by_script(watched.key)  # SAM's perturbation: that backward was used
             if watched.nonzero_grad:
                 return
             found = nonzero(value)

@@ -210,7 +210,7 @@ class ModuleBypass:
             if passing:  # a layer under one that runs past the mode: done at once
                 return self.forward(*args, **kwargs) if passing == STRAIGHT else call(self, *args, **kwargs)
             ident, grad = id(self), _is_grad_enabled()
-            if ident not in called and scope.in_trace_thread():  # the first call: where user code made it
+            if ident not in called and scope.in_trace_thread():  # its first call: the user line that made it
                 called[ident] = (_reference(called, ident, self), user_site(1))
             if (not innermost_mode_is(mode) or is_compiling() or ident in (dirty if grad else dirty_without_grad)
                     or scope.quiet or not bypass.may_pass(self)):

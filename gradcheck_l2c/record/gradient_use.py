@@ -1,6 +1,7 @@
 """Backward passes whose gradients no optimizer step read: every watched tensor a backward reached was
 cleared by its optimizer's ``zero_grad()`` before that optimizer stepped again (the step ran before this
-backward, as in a domain-adaptation loop that steps after the first loss only).
+backward, as in a domain-adaptation loop that steps after the first loss only). Gradients the script reads itself
+are used (SAM's first backward gives the direction its weights are moved along, then cleared before the step).
 
 A GAN's generator loss also fills the discriminator's ``.grad`` that the next ``zero_grad()`` clears, but
 the generator's step reads the rest of that backward: only a backward none of whose gradients any step
@@ -59,9 +60,16 @@ class GradientUse:
         """An optimizer (``id`` ``ident``) holding ``keys`` steps: the pending backwards it reads are read."""
         if closure:
             self.skipped.add(ident)
+        self._read_where(lambda given: not given.isdisjoint(keys))
+
+    def read_by_script(self, key: int) -> None:
+        """User code read the gradient of ``key`` and found one: the pending backwards that gave it are used."""
+        self._read_where(lambda given: key in given)
+
+    def _read_where(self, reads) -> None:
         still = []
         for backward in self.pending:
-            if backward.keys & keys:
+            if reads(backward.keys):
                 self.read.add(backward.site)
             else:
                 still.append(backward)

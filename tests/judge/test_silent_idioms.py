@@ -426,3 +426,41 @@ def test_a_leaf_made_beside_one_that_learns_is_still_judged(snippet):
     """))
     t = script.run()
     assert [(kind, line) for kind, _, line, _ in loud(t)] == [("detach", script.line("detach"))]
+
+
+def test_the_first_backward_of_sharpness_aware_minimisation_is_used_by_its_perturbation(snippet):
+    """SAM: the first backward's gradients give the direction the weights are moved along (read by the script), then
+    they are cleared; only the second backward's gradients reach the step."""
+    script = snippet(program("""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    base = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(4):
+        F.cross_entropy(model(x), y).backward()
+        with torch.no_grad():
+            eps = [0.05 * p.grad / (p.grad.norm() + 1e-12) for p in model.parameters()]
+            for p, e in zip(model.parameters(), eps):
+                p.add_(e)
+        base.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        with torch.no_grad():
+            for p, e in zip(model.parameters(), eps):
+                p.sub_(e)
+        base.step()
+        base.zero_grad()
+    """))
+    assert loud(script.run()) == []
+
+
+def test_a_backward_whose_gradients_are_cleared_before_any_step_reads_them_is_still_named(snippet):
+    script = snippet(program("""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(4):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()  # <- step
+        model(x).pow(2).mean().backward()  # <- unread
+    """))
+    t = script.run()
+    assert [(kind, line) for kind, _, line, _ in loud(t)] == [("optimizer", script.line("step"))]
+    assert f"before the backward at {script.path.name}:{script.line('unread')}" in t.findings[0].message

@@ -1,6 +1,7 @@
-"""Madry-style adversarial training (PGD): each attack step remakes the perturbation as a leaf that requires grad,
-differentiates the loss with torch.autograd.grad, and the adversarial batch is handed back detached; the model
-trains on it with ordinary backward and step."""
+"""Madry-style adversarial training (PGD) on a perturbation ``delta``: each attack step differentiates the loss with
+torch.autograd.grad and remakes ``delta`` as a leaf that requires grad at its end, so the last one never needs a
+gradient, and the adversarial batch is handed back detached (the ecosystem's pgd_adversarial.py makes its leaf at
+the top of each step instead); the model trains on it with ordinary backward and step."""
 import os
 
 import torch

@@ -22,6 +22,8 @@ class Arrivals:
 
     def reached(self, keys: set[int], backwards: int) -> None:
         """Backward number ``backwards`` gave the tensors ``keys`` their gradient."""
+        if self.optimizers.left_out.told:
+            self.optimizers.left_out.look(keys)
         steady = keys & self._steady if self._steady else set()
         if steady:
             self.registry.reached_at.update(dict.fromkeys(steady, backwards))

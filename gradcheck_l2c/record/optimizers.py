@@ -78,16 +78,34 @@ def note_sources(record: OptimizerRecord, frame: Any, registry: WatchRegistry) -
 class LeftOutLeaves:
     """Plain leaves the script made with ``requires_grad=True`` that got a gradient while optimizers held such leaves
     but not them: a weight left out of the list never changes, an input whose gradient the script uses is changed by it
-    or made anew."""
+    or made anew. And parameters in no optimizer, told at once: the script may step one itself (a Lagrange multiplier
+    raised along its gradient by hand), which the next backwards that reach it show."""
+
+    _LOOKS = 3
 
     def __init__(self, registry: WatchRegistry, events: EventLog) -> None:
         self.registry, self.events = registry, events
         self._first: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # key -> (the leaf, its values' fingerprint)
+        self.told: dict[int, list[Any]] = {}  # key -> [the parameter, its values' fingerprint, looks left]
 
-    def first_gradient(self, key: int, tensor: torch.Tensor) -> None:
+    def first_gradient(self, key: int, tensor: torch.Tensor, told: bool = False) -> None:
         """The leaf ``key`` got its first gradient and no optimizer holds it: its values now, while it lives."""
-        first = self._first
-        first[key] = (weakref.ref(tensor, lambda _: first.pop(key, None)), fingerprint(tensor))
+        table: dict[int, Any] = self.told if told else self._first
+        entry = (weakref.ref(tensor, lambda _: table.pop(key, None)), fingerprint(tensor))
+        table[key] = [*entry, self._LOOKS] if told else entry
+
+    def look(self, keys: set[int]) -> None:
+        """A backward reached ``keys``: a parameter told in no optimizer whose values changed since its first gradient
+        was stepped by the script (looked at by its next few backwards only)."""
+        for key in self.told.keys() & keys:
+            entry = self.told[key]
+            tensor = entry[0]()
+            if tensor is not None and not torch.equal(fingerprint(tensor), entry[1]):
+                self.registry.all[key].stepped_by_script = True
+                entry[2] = 0
+            entry[2] -= 1
+            if entry[2] <= 0:
+                del self.told[key]
 
     def end(self, records: list[OptimizerRecord]) -> None:
         """The trace ends: such a leaf that no optimizer took since, that later backwards gave gradients too, and whose
@@ -213,6 +231,7 @@ class OptimizerLog:
             return
         if watched.is_parameter:
             self.events.record("optimizer", watched.key, watched.site, "none")
+            self.left_out.first_gradient(watched.key, tensor, told=True)
         elif watched.user_leaf and any(record.plain_leaves for record in self.records):
             self.left_out.first_gradient(watched.key, tensor)
 

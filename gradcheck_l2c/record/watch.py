@@ -75,6 +75,7 @@ class Watched:
     joined: Site | None = None  # and the later line of that frame that set its module into another (at the end)
     made_in_forward: bool = False  # the user made it while a module's forward ran (a lazy parameter)
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
+    stepped_by_script: bool = False  # in no optimizer, yet its values changed after its first gradient
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
     forwards: tuple[Site | None, Site | None] = (None, None)  # forward of that module, and of its parent
     holder: str = ""  # class of the module that holds it

@@ -353,9 +353,6 @@ KNOWN_NOISY: dict[str, str] = {
     # Batch 18, first pass.
     "b18a_esm_vqvae_decoder_takes_indices":
         "unused_parameter w :50: the decoder's token embedding, unused once z_q is fed (true of the script)",
-    "b18a_pytorch_optimization_inside_function_forward":
-        "optimizer w :25: the Parameter made at each call of the Function's forward and stepped by hand through "
-        ".data is told as in no optimizer (a hand-written update through .data is not seen)",
     "b18c_transformers_generate_no_grad_in_training":
         "unused_parameter w :21: lm_head runs, its logits reach no loss (true of the script)",
 }

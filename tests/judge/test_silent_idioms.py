@@ -464,3 +464,26 @@ def test_a_backward_whose_gradients_are_cleared_before_any_step_reads_them_is_st
     t = script.run()
     assert [(kind, line) for kind, _, line, _ in loud(t)] == [("optimizer", script.line("step"))]
     assert f"before the backward at {script.path.name}:{script.line('unread')}" in t.findings[0].message
+
+
+def test_a_parameter_the_script_steps_by_hand_is_not_in_no_optimizer(snippet):
+    """A Lagrange multiplier kept as an nn.Parameter and raised along its gradient by hand: no optimizer holds it, and
+    it changes; a parameter made beside it that nothing steps is still told."""
+    script = snippet(program("""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)  # <- optimizer
+    lam = nn.Parameter(torch.tensor(1.0))
+    scale = nn.Parameter(torch.tensor(1.0))
+    for step in range(4):
+        out = model(x) * scale
+        loss = F.cross_entropy(out, y) + lam * (out.pow(2).mean() - 0.5)
+        opt.zero_grad()
+        lam.grad = scale.grad = None
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            lam += 0.1 * lam.grad
+            lam.clamp_(min=0)
+    """))
+    found = loud(script.run())
+    assert [(kind, tensor, line) for kind, tensor, line, _ in found] == [("optimizer", "scale", script.line("optimizer"))]

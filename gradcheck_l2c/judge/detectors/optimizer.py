@@ -42,6 +42,8 @@ def scan(run) -> list[Finding]:
             tensor = watched.tensor
             if watched.optimized or (tensor is not None and any(r.holds(tensor) for r in record.optimizers)):
                 continue  # an optimizer built later took it
+            if watched.stepped_by_script:
+                continue  # the script steps it itself (a multiplier raised along its gradient by hand)
             if any(event.key in hidden.keys for hidden in record.unregistered.values()):
                 continue  # no module registers it: that (non_parameter_tensor) is the line to change
             meant = _meant_for(run, name, watched)

@@ -75,6 +75,15 @@ def note_sources(record: OptimizerRecord, frame: Any, registry: WatchRegistry) -
         record.group_keys = {registry.key_of(p) for p in left[1]} - {None}
 
 
+@dataclass(eq=False)
+class _Told:
+    """A parameter told in no optimizer: it, its values at its first gradient, and the backwards left to look."""
+
+    ref: weakref.ref
+    before: torch.Tensor
+    looks: int
+
+
 class LeftOutLeaves:
     """Plain leaves the script made with ``requires_grad=True`` that got a gradient while optimizers held such leaves
     but not them: a weight left out of the list never changes, an input whose gradient the script uses is changed by it
@@ -86,25 +95,25 @@ class LeftOutLeaves:
     def __init__(self, registry: WatchRegistry, events: EventLog) -> None:
         self.registry, self.events = registry, events
         self._first: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # key -> (the leaf, its values' fingerprint)
-        self.told: dict[int, list[Any]] = {}  # key -> [the parameter, its values' fingerprint, looks left]
+        self.told: dict[int, _Told] = {}  # parameters told in no optimizer, looked at by their next backwards
 
     def first_gradient(self, key: int, tensor: torch.Tensor, told: bool = False) -> None:
         """The leaf ``key`` got its first gradient and no optimizer holds it: its values now, while it lives."""
         table: dict[int, Any] = self.told if told else self._first
-        entry = (weakref.ref(tensor, lambda _: table.pop(key, None)), fingerprint(tensor))
-        table[key] = [*entry, self._LOOKS] if told else entry
+        ref, before = weakref.ref(tensor, lambda _: table.pop(key, None)), fingerprint(tensor)
+        table[key] = _Told(ref, before, self._LOOKS) if told else (ref, before)
 
     def look(self, keys: set[int]) -> None:
         """A backward reached ``keys``: a parameter told in no optimizer whose values changed since its first gradient
         was stepped by the script (looked at by its next few backwards only)."""
         for key in self.told.keys() & keys:
             entry = self.told[key]
-            tensor = entry[0]()
-            if tensor is not None and not torch.equal(fingerprint(tensor), entry[1]):
+            tensor = entry.ref()
+            entry.looks -= 1
+            if tensor is not None and not torch.equal(fingerprint(tensor), entry.before):
                 self.registry.all[key].stepped_by_script = True
-                entry[2] = 0
-            entry[2] -= 1
-            if entry[2] <= 0:
+                entry.looks = 0
+            if entry.looks <= 0:
                 del self.told[key]
 
     def end(self, records: list[OptimizerRecord]) -> None:

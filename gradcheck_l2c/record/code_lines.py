@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dis
 import functools
+from collections.abc import Iterator
 from types import CodeType
 
 _RETURNS = frozenset(("RETURN_VALUE", "RETURN_CONST"))
@@ -30,23 +31,22 @@ def last_binding(code: CodeType, name: str, line: int) -> int | None:
 
 @functools.lru_cache(maxsize=256)
 def _bindings(code: CodeType) -> dict[str, tuple[int, ...]]:
-    spans = list(code.co_lines())
     found: dict[str, list[int]] = {}
-    for instruction in dis.get_instructions(code):
-        if instruction.opname in _NAME_STORES:
-            line = next((ln for start, end, ln in spans if start <= instruction.offset < end), None)
-            if line is not None:
-                found.setdefault(instruction.argval, []).append(line)
+    for instruction, line in _instructions(code, _NAME_STORES):
+        found.setdefault(instruction.argval, []).append(line)
     return {name: tuple(lines) for name, lines in found.items()}
 
 
 @functools.lru_cache(maxsize=256)
 def _lines_of(code: CodeType, opnames: frozenset[str]) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(line for _, line in _instructions(code, opnames)))
+
+
+def _instructions(code: CodeType, opnames: frozenset[str]) -> Iterator[tuple[dis.Instruction, int]]:
+    """The instructions of ``code`` named in ``opnames``, each with the line it runs on."""
     spans = list(code.co_lines())
-    lines: list[int] = []
     for instruction in dis.get_instructions(code):
         if instruction.opname in opnames:
             line = next((ln for start, end, ln in spans if start <= instruction.offset < end), None)
-            if line is not None and line not in lines:
-                lines.append(line)
-    return tuple(lines)
+            if line is not None:
+                yield instruction, line

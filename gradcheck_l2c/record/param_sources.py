@@ -198,13 +198,19 @@ def _optimizer_call(tree: ast.Module, line: int, optimizer_class: str) -> ast.Ca
 def _last_assignment(tree: ast.Module, name: str, before: int) -> int | None:
     """The last line above ``before``, in the innermost function holding it (or the module), that assigns
     ``name`` as a whole (``=``, ``+=``, an annotated assignment)."""
+    found = _last_assigning(_scope(tree, before), name, before)
+    return found.lineno if found is not None else None
+
+
+def _last_assigning(scope: ast.AST, name: str, before: int) -> ast.Assign | ast.AugAssign | ast.AnnAssign | None:
+    """The last statement above ``before`` in ``scope`` that assigns ``name`` as a whole."""
     found = None
-    for node in ast.walk(_scope(tree, before)):
+    for node in ast.walk(scope):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.lineno < before:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                if found is None or node.lineno > found:
-                    found = node.lineno
+                if found is None or node.lineno > found.lineno:
+                    found = node
     return found
 
 
@@ -252,9 +258,8 @@ def _returned_params_at(function: Any) -> Site | None:
     file, node, returned = found
     value = returned.value
     if isinstance(value, ast.Name):
-        bindings = [a for a in ast.walk(node) if isinstance(a, ast.Assign) and a.lineno < returned.lineno
-                    and any(isinstance(t, ast.Name) and t.id == value.id for t in a.targets)]
-        value = max(bindings, key=lambda a: a.lineno).value if bindings else None
+        assigning = _last_assigning(node, value.id, returned.lineno)
+        value = assigning.value if isinstance(assigning, (ast.Assign, ast.AnnAssign)) else None
     params = None
     if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "dict":
         params = next((k.value for k in value.keywords if k.arg == "params"), None)

@@ -1,7 +1,8 @@
 """Where a traced run's extra time goes, side by side in one process: the tool's Python in the interceptor and its
 handlers, against torch's dispatch of every op to a torch-function mode and the tool's patches and hooks.
 
-Each workload of `trace_overhead.py` runs four ways, interleaved round by round (median time per step):
+Each workload of `trace_overhead.py` runs four ways, interleaved round by round in a new shuffled order each round
+(median time per step):
 
 - untraced;
 - traced;
@@ -96,9 +97,9 @@ def main() -> None:
         build, steps = WORKLOADS[name]
         step = build()
         times: dict[str, list[float]] = {label: [] for label in CONTEXTS}
-        for _ in range(args.rounds):
-            for label, context in CONTEXTS.items():
-                times[label].append(trace_overhead.measure(step, context, steps))
+        for order in trace_overhead.shuffled_rounds(list(CONTEXTS), args.rounds):
+            for label in order:
+                times[label].append(trace_overhead.measure(step, CONTEXTS[label], steps))
         base = statistics.median(times["untraced"])
         traced, passing, off = (statistics.median(times[label]) / base
                                 for label in ("traced", "pass-through", "mode off"))

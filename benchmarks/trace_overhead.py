@@ -4,9 +4,10 @@ training workloads in this process; then whole programs, untraced and traced, wi
 Workloads in this process: reference L2C rounds (CNN, conv-bound), an op-bound MLP (20 x [Linear, LayerNorm,
 GELU], width 64, batch 8) logging ``loss.item()`` after each backward, the same MLP with no cut at all and
 logging before each backward, and one step of a realworld corpus program (a TransformerEncoder
-classifier). Each configuration runs interleaved in rounds and the median per-step time is used,
-so machine noise hits all of them alike. The last columns are ``--nan`` and ``--grad-stats`` (gradient norms after
-each backward, the update of each optimizer step) over plain tracing.
+classifier). Each configuration runs interleaved in rounds, in a new shuffled order each round (a fixed order
+would give each configuration the same neighbour, whose garbage and warm caches it would inherit every round), and
+the median per-step time is used, so machine noise hits all of them alike. The last columns are ``--nan`` and
+``--grad-stats`` (gradient norms after each backward, the update of each optimizer step) over plain tracing.
 
 Whole programs (each in a new process, ``python prog.py`` beside ``python -m gradcheck_l2c trace prog.py``,
 interleaved, median wall time, peak RSS from ``wait4``): `fresh_leaves.py` (a fresh ``requires_grad=True`` leaf
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -108,6 +110,12 @@ def measure(step: Callable[[], None], context: Callable[[], object], steps: int)
         return (time.perf_counter() - start) / steps
 
 
+def shuffled_rounds(labels: list[str], rounds: int) -> list[list[str]]:
+    """The order the configurations run in, round by round: shuffled anew each round, the same on every run."""
+    shuffle = random.Random(0).sample
+    return [shuffle(labels, len(labels)) for _ in range(rounds)]
+
+
 def nan_checked():
     return trace(nan=True)
 
@@ -193,9 +201,9 @@ def main() -> None:
           f"{'nan/traced':>11} {'stats/traced':>13}")
     for name, step, steps in workloads:
         times: dict[str, list[float]] = {label: [] for label in contexts}
-        for _ in range(args.rounds):
-            for label, context in contexts.items():
-                times[label].append(measure(step, context, steps))
+        for order in shuffled_rounds(list(contexts), args.rounds):
+            for label in order:
+                times[label].append(measure(step, contexts[label], steps))
         base = statistics.median(times["untraced"])
         ratios = [statistics.median(times[label]) / base for label in ("traced", "nan", "stats", "anomaly")]
         print(f"{name:34} {base * 1e3:8.2f}ms " + " ".join(f"{ratio:7.2f}x" for ratio in ratios)

@@ -97,11 +97,15 @@ class LeftOutLeaves:
         self._first: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # key -> (the leaf, its values' fingerprint)
         self.told: dict[int, _Told] = {}  # parameters told in no optimizer, looked at by their next backwards
 
-    def first_gradient(self, key: int, tensor: torch.Tensor, told: bool = False) -> None:
+    def first_gradient(self, key: int, tensor: torch.Tensor) -> None:
         """The leaf ``key`` got its first gradient and no optimizer holds it: its values now, while it lives."""
-        table: dict[int, Any] = self.told if told else self._first
-        ref, before = weakref.ref(tensor, lambda _: table.pop(key, None)), fingerprint(tensor)
-        table[key] = _Told(ref, before, self._LOOKS) if told else (ref, before)
+        first = self._first
+        first[key] = (weakref.ref(tensor, lambda _: first.pop(key, None)), fingerprint(tensor))
+
+    def tell(self, key: int, tensor: torch.Tensor) -> None:
+        """The parameter ``key`` was told in no optimizer at its first gradient: its values now, for `look`."""
+        told = self.told
+        told[key] = _Told(weakref.ref(tensor, lambda _: told.pop(key, None)), fingerprint(tensor), self._LOOKS)
 
     def look(self, keys: set[int]) -> None:
         """A backward reached ``keys``: a parameter told in no optimizer whose values changed since its first gradient
@@ -240,7 +244,7 @@ class OptimizerLog:
             return
         if watched.is_parameter:
             self.events.record("optimizer", watched.key, watched.site, "none")
-            self.left_out.first_gradient(watched.key, tensor, told=True)
+            self.left_out.tell(watched.key, tensor)
         elif watched.user_leaf and any(record.plain_leaves for record in self.records):
             self.left_out.first_gradient(watched.key, tensor)
 

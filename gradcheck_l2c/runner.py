@@ -74,9 +74,10 @@ class ScriptRunner:
                 self._find_module()
             else:
                 self._find_file()
-        from gradcheck_l2c.record.locations import claim_user_code  # loads torch: the CLI's --help runs without it
+        from gradcheck_l2c.record.locations import claim_user_code, runs_scripts  # loads torch: --help runs without it
 
         claim_user_code(os.path.dirname(self.filename))
+        runs_scripts(ScriptRunner.run.__code__)
         self._code = _compile_file(self.filename)
 
     def run(self) -> None:

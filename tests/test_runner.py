@@ -194,6 +194,21 @@ def test_run_script_keeps_the_exception_and_the_context_manager_sees_it(tmp_path
     assert seen == [KeyError]
 
 
+def test_the_lines_a_run_script_is_at_end_at_the_script(tmp_path, sys_state, capsys):
+    """What the tool walks for a script's path of lines (where a value was made, where a backward ran) stops at the
+    frame that runs it: the frames below (this test's, a console script's) are none of the script's."""
+    script = write(tmp_path / "stack.py", """
+        from gradcheck_l2c.record.locations import user_stack
+
+        def inner():
+            return user_stack()
+
+        print([(code.co_filename, code.co_name) for _, code, _ in inner()])
+    """)
+    assert run_script(ScriptRunner(str(script))).exit_status == 0
+    assert capsys.readouterr().out.strip() == str([(str(script), "<module>")])
+
+
 def test_traceback_shows_the_scripts_frames_and_hides_the_tools(capsys, sys_state):
     script = str(SCRIPTS / "cli_raise.py")
     outcome = run_script(ScriptRunner(script))

@@ -172,12 +172,16 @@ class Verdict:
 def judge(record: TraceRecord) -> Verdict:
     """All findings of a finished trace, the tensors judged, and the graphs to draw."""
     keys, unmatched = record.selected()
-    keys = {key for key in keys if not record.watched_at(key).replaced}  # judged through their parametrizations
+    every = record.watched()
+    keys = {key for key in keys if not every[key].replaced}  # judged through their parametrizations
     run = Run(record, keys, optimized=_optimized(record))
     by_event: dict[int, Finding] = {}
     zero: list[Watched] = []
     unstepped: set[int] = set()  # got gradients, but never when an optimizer stepped it
     for watched in run.watched():
+        if watched.ever_grad and watched.cut_read is None and (watched.nonzero_grad or not watched.zero_checks) \
+                and record.step_miss(watched.key) is None:
+            continue  # it learnt, and nothing it met has a word to say (the most of a long run's tensors)
         if not watched.trainable():
             continue
         if not run.expected_or_optimized(watched):
@@ -290,6 +294,8 @@ def _listed(run: Run, watched: Watched, named: set[str]) -> bool:
     """Whether the summary counts it: a tensor without gradient that nobody meant to learn (optimizers
     exist, none holds it, the user did not ask) and no finding names is a copy, a target network, a
     template or a replaced original; saying it "got no gradient" would blame correct code."""
+    if watched.ever_grad:
+        return True
     if _bare_leaf(run, watched) and watched.grad_read is None and run.last_of_a_loop(watched):
         return False
     return (watched.ever_grad or watched.name in named or not run.record.optimizers

@@ -68,31 +68,37 @@ def backward_starts(registry: Any) -> None:
     alive are read after it if nothing could hide their gradient from that read (none yet, no hook of the user's),
     else hooked now. A backward started inside another (from a hook) first notes what the outer one gave so far to
     the leaves it reads, then hooks them."""
-    for watched, tensor in _waiting(registry, registry.checking):
-        if tensor.grad is not None:
-            registry.arrived.append(watched.key)
-        hook(registry, watched, tensor)
-    registry.checking.clear()
-    for watched, tensor in _waiting(registry, registry.outlived):
-        hook(registry, watched, tensor)
-    registry.outlived.clear()
-    for watched, tensor in _waiting(registry, registry.unhooked):
-        if tensor.grad is None and not has_post_accumulate_hooks(tensor):
-            registry.checking.append(watched.key)
-        else:
+    checking, outlived, unhooked = registry.checking, registry.outlived, registry.unhooked
+    if checking:
+        for watched, tensor in _waiting(registry, checking):
+            if tensor.grad is not None:
+                registry.arrived.append(watched.key)
             hook(registry, watched, tensor)
-    registry.unhooked.clear()
+        checking.clear()
+    if outlived:
+        for watched, tensor in _waiting(registry, outlived):
+            hook(registry, watched, tensor)
+        outlived.clear()
+    if unhooked:
+        for watched, tensor in _waiting(registry, unhooked):
+            if tensor.grad is None and not has_post_accumulate_hooks(tensor):
+                checking.append(watched.key)
+            else:
+                hook(registry, watched, tensor)
+        unhooked.clear()
 
 
 def backward_ended(registry: Any) -> None:
     """That backward returned (or raised): each leaf read for it got a gradient if ``.grad`` is set now; the next
     backward hooks those that live on (each leaf is read for one backward at most: a leaf kept alive without ever
     being used costs nothing per backward after that)."""
-    for watched, tensor in _waiting(registry, registry.checking):
-        if tensor.grad is not None:
-            registry.arrived.append(watched.key)
-        registry.outlived.append(watched.key)
-    registry.checking.clear()
+    checking = registry.checking
+    if checking:
+        for watched, tensor in _waiting(registry, checking):
+            if tensor.grad is not None:
+                registry.arrived.append(watched.key)
+            registry.outlived.append(watched.key)
+        checking.clear()
 
 
 def _waiting(registry: Any, keys: list[int]) -> Iterator[tuple[Any, torch.Tensor]]:

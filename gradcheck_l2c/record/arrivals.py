@@ -5,6 +5,11 @@ A tensor the previous backward reached too, whose first gradient and zero checks
 number to change: such tensors are noted in one bulk update, so a training step pays a set operation for its
 parameters, not a loop over them. Their ``Watched.last_reached`` lags meanwhile (``WatchRegistry.last_reached``
 reads the current value), and `write_back` brings the fields up to date before the judge reads them.
+
+A zero check is a torch op, the costliest part of a fresh leaf's first gradient: once the leaves one line makes
+got gradients holding nonzeros `TRUSTED` times in a row (a per-sample input made at every step), that line's
+later leaves are not checked. One whose gradient held only zeros keeps its line checked for good, so a leaf cut by
+a zero-derivative op, or never reaching the loss's values, is still told.
 """
 from __future__ import annotations
 
@@ -13,12 +18,21 @@ from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.watch import WatchRegistry
 
 
+#: Leaves of one line whose first gradients held nonzeros, in a row, after which that line's leaves are not checked:
+#: a per-sample input made at every step would pay a torch op per step to say what its first leaves said.
+TRUSTED = 16
+_NEVER = -(1 << 62)  # a line one of whose leaves got a first gradient of zeros: its leaves are always checked
+
+
 class Arrivals:
     """Notes, per backward, the watched tensors it gave a gradient."""
 
     def __init__(self, registry: WatchRegistry, taints: TaintStore, optimizers: OptimizerLog) -> None:
         self.registry, self.taints, self.optimizers = registry, taints, optimizers
         self._steady: set[int] = set()  # reached by the last backward, with nothing but the number left to note
+        # id(Site) of a line that makes user leaves -> how many of them in a row got a first gradient that held
+        # nonzeros (`_NEVER` once one held only zeros); the Sites are shared (`WatchRegistry.shared`): ids stay theirs
+        self._nonzero_lines: dict[int, int] = {}
 
     def reached(self, keys: set[int], backwards: int) -> None:
         """Backward number ``backwards`` gave the tensors ``keys`` their gradient."""
@@ -33,7 +47,7 @@ class Arrivals:
             rest = [key for key in keys if key not in steady]  # in the set's own order: events keep theirs
         else:
             rest = ()
-        registry, optimizers = self.registry, self.optimizers
+        registry, optimizers, lines = self.registry, self.optimizers, self._nonzero_lines
         for key in rest:
             watched = registry.all[key]
             watched.got_grad = True
@@ -45,11 +59,17 @@ class Arrivals:
                 if watched.is_parameter or watched.user_leaf:
                     optimizers.first_gradient(watched)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
+                if watched.user_leaf and lines.get(id(watched.site), 0) >= TRUSTED:
+                    steady.add(key)  # its line is trusted: not checked
+                    continue
                 tensor = watched.ref()
                 grad = tensor.grad if tensor is not None else None
                 if grad is not None:
                     watched.zero_checks += 1
                     watched.nonzero_grad = nonzero(grad)
+                    if watched.user_leaf and watched.zero_checks == 1 and watched.site is not None:
+                        line = id(watched.site)
+                        lines[line] = lines.get(line, 0) + 1 if watched.nonzero_grad else _NEVER
             if watched.nonzero_grad or watched.zero_checks >= 2:
                 steady.add(key)
         self._steady = steady

@@ -19,7 +19,8 @@ def on_backward(mode: Any, func, args, kwargs):
     state = mode.state
     site, path = user_stack_sites(1)  # read before the engine's work evicts the interpreter's caches
     state.origins.called_from = site, path  # the same walk tells the engine's stand-in where it is called
-    mode.cuts.numpy_exits.backward_starts()
+    if mode.left_for_numpy:
+        mode.cuts.numpy_exits.backward_starts()
     try:
         out = _explained(state, func, args, kwargs, roots)
     finally:

@@ -20,7 +20,7 @@ from gradcheck_l2c.record.args import requires_grad_in
 from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
 from gradcheck_l2c.record.handlers import (NORMALISING, PASSIVE_ON_PLAIN, constant_over_one, handler_table,
                                            non_differentiable, remember_site)
-from gradcheck_l2c.record.locations import LIBRARY, caller_is_user, frame_kind, user_site
+from gradcheck_l2c.record.locations import LIBRARY, frame_kind, user_caller_site
 from gradcheck_l2c.record.saturation import CLAMPS, clamped_everywhere
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import is_compiling
@@ -28,6 +28,8 @@ from gradcheck_l2c.record.torch_internals import is_compiling
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
 _BACKWARDS = (on_backward, on_autograd_grad)
+FLATTENING = NORMALISING | CLAMPS  # ops whose result may carry no gradient although it has history
+_PLAIN_OPS = 4096  # ops remembered as plain at most (a library handing the mode a new callable per call stays bounded)
 #: Factories that initialise weights (not constants such as ones or full): what they make is remembered while
 #: it lives, so that a module holding it unregistered and unwritten is told apart from a computed constant.
 INITIALISERS = frozenset((torch.zeros, torch.randn, torch.rand, torch.empty))
@@ -70,6 +72,13 @@ class Interceptor(TorchFunctionMode):
         self.health = state.health  # --nan: checks every result and gradient (None when off: no cost)
         self.grad_stats = state.grad_stats  # --grad-stats: gradient norms after each backward (None when off)
         self.noted = 0  # calls that took more than the fast path (`bypass.ModuleBypass` learns from it)
+        # What makes an op's result worth a look, each empty nearly always: one test of them all on the fast path
+        self.carrying = (state.writes.snapshots, state.taints.by_id, state.taints.numbers, self.left_for_numpy,
+                         state.unregistered.held, state.terms.unplaced)
+        self.plain = state.health is None and not state.scope.record_sites  # no check of every result, no drawing
+        # ops seen to have no handler, whose results may take the fast path (C functions and methods: a Python
+        # function is looked at each time, as it may be named ``Tensor.backward`` now)
+        self.plain_ops: set[Any] = set()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -79,11 +88,19 @@ class Interceptor(TorchFunctionMode):
         # (see README, torch.compile)
         if scope.quiet or is_compiling():
             return func(*args, **kwargs)
-        handler = self.handlers.get(func)
-        if type(func) is FunctionType and (func is Tensor.backward or func is torch.autograd.backward):
-            # looked up by what they are named now, not in the table, built once per process (a script's wrapper
-            # may have stood in for either then)
-            handler, func = on_backward, replaced_backward(func, sys._getframe(2)) or func
+        plain = func in self.plain_ops
+        if plain:
+            handler = None
+        else:
+            handler = self.handlers.get(func)
+            if type(func) is FunctionType and (func is Tensor.backward or func is torch.autograd.backward):
+                # looked up by what they are named now, not in the table, built once per process (a script's wrapper
+                # may have stood in for either then)
+                handler, func = on_backward, replaced_backward(func, sys._getframe(2)) or func
+            elif handler is None and self.plain and func not in FLATTENING:
+                plain = True
+                if type(func) is not FunctionType and len(self.plain_ops) < _PLAIN_OPS:
+                    self.plain_ops.add(func)
         if handler is not None:
             if handler not in PASSIVE_ON_PLAIN or not _is_grad_enabled() or requires_grad_in(args, kwargs):
                 self.noted += 1
@@ -103,6 +120,12 @@ class Interceptor(TorchFunctionMode):
         except RuntimeError as error:
             self.state.op_failed(error, func, args, kwargs)
             raise
+        # the common op: gradients on, a result with history, nothing carried, nothing to remember about it
+        if (plain and not kwargs and type(out) is Tensor and _is_grad_enabled() and not any(self.carrying)
+                and out.requires_grad and not self.origins.recording):
+            user_leaves = self.user_leaves
+            if not (user_leaves and args and id(args[0]) in user_leaves):
+                return out
         if self.health is not None:
             self.health.forward(func, args, kwargs, out)
         if self.writes.snapshots:
@@ -156,8 +179,10 @@ class Interceptor(TorchFunctionMode):
                 self.unregistered.made(out, f"torch.{func.__name__}")
             elif self.unregistered.held:
                 self.unregistered.derived(args, out)
-            if kwargs and kwargs.get("requires_grad") is True and out.is_leaf and caller_is_user(1):
-                self.state.registry.watch_leaf(out, user_site(1), user_leaf=True)
+            if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:
+                site = user_caller_site(1)
+                if site is not None:
+                    self.state.registry.watch_leaf(out, site, user_leaf=True)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
             dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
             if dead and len(dead) < len(out):

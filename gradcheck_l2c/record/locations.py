@@ -76,6 +76,16 @@ def claim_user_code(folder: str) -> None:
             cache.cache_clear()
 
 
+def runs_scripts(code: CodeType) -> None:
+    """Frames of ``code`` run a traced script as ``__main__``: what lies below them is the tool and its launcher (a
+    console script's frame, which no path of the script's own lines includes), so walks of user frames end there."""
+    global _floor
+    _floor = code
+
+
+_floor: CodeType | None = None  # `runs_scripts`
+
+
 @dataclass(frozen=True)
 class Site:
     """A line of user code: absolute file and 1-based line; ``column`` (1-based, 0 when unknown) is where
@@ -186,11 +196,15 @@ StackEntry = tuple[int, CodeType, Site]
 
 
 def _user_frames(frame: FrameType | None) -> list[FrameType]:
-    """The user frames from ``frame`` outwards, innermost first (one walk of the stack; lookups by file name)."""
+    """The user frames from ``frame`` outwards, innermost first (one walk of the stack, down to the frame that runs
+    the script when the tool runs it; lookups by file name)."""
     found = []
-    kinds = _kinds
+    kinds, floor = _kinds, _floor
     while frame is not None:
-        filename = frame.f_code.co_filename
+        code = frame.f_code
+        if code is floor:
+            break
+        filename = code.co_filename
         kind = kinds.get(filename)
         if kind is None:
             kind = frame_kind(filename)
@@ -248,6 +262,15 @@ def _column(frame: FrameType) -> int:
         return 0
     line, _, column, _ = positions[index]
     return column + 1 if column is not None and line == frame.f_lineno else 0
+
+
+def user_caller_site(depth: int = 1) -> Site | None:
+    """The line of the frame ``depth`` levels above the caller if it is user code (what `user_site` tells then);
+    else None: `caller_is_user`, then `user_site`, in one look at the stack."""
+    frame = sys._getframe(depth + 1)
+    filename = frame.f_code.co_filename
+    kind = _kinds.get(filename)
+    return _site(frame) if (kind if kind is not None else frame_kind(filename)) == USER else None
 
 
 def caller_is_user(depth: int = 1) -> bool:

@@ -134,8 +134,9 @@ class TraceState:
         self.terms.resolve(self.optimizers.stepped_since)
         self.updates.compare()
         self.optimizers.left_out.end(self.optimizers.records)
+        placements = self.registry.placements
         for watched in self.registry.all:
-            watched.placed = self.registry.placements(watched)
+            watched.placed = placements(watched) if watched.owner is not None else []  # held by no module: none
             if watched.built_at is not None:
                 watched.joined = self.registry.joined(watched)
 

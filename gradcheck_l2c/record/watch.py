@@ -223,12 +223,14 @@ class WatchRegistry:
             watched.ref = FREED
             died.append(key)
 
+        shared = self._shared.setdefault
+        shape = tuple(tensor.shape)
         watched = Watched(
             key=key,
             ref=weakref.ref(tensor, forget),
-            shape=self.shared(tuple(tensor.shape)),
-            site=site if site is None else self.shared(site, (site.file, site.line, site.column)),
-            is_parameter=isinstance(tensor, nn.Parameter),
+            shape=shared(shape, shape),
+            site=site if site is None else shared((site.file, site.line, site.column), site),
+            is_parameter=is_parameter(tensor),
             explicit=explicit,
             owner=owner_of(*owner) if owner else None,
         )
@@ -336,6 +338,14 @@ class WatchRegistry:
 def _own_lines(code: Any) -> frozenset[int]:
     """The lines whose statements a code object runs itself (not those of the functions it defines)."""
     return frozenset(line for _, _, line in code.co_lines() if line is not None)
+
+
+def is_parameter(tensor: torch.Tensor) -> bool:
+    """``isinstance(tensor, nn.Parameter)``; for a plain tensor without the Python-level check of Parameter's class
+    (a tensor flagged ``_is_param`` is one)."""
+    if type(tensor) is torch.Tensor:
+        return bool(getattr(tensor, "_is_param", False))
+    return isinstance(tensor, nn.Parameter)
 
 
 def owner_of(module: nn.Module, attr: str) -> Owner:

@@ -93,3 +93,31 @@ def test_a_fresh_leaf_reached_only_by_a_backward_of_another_thread_got_its_gradi
         (weight @ y).sum().backward()
     assert [w.got_grad for w in traced.watched] == [True, True]
     assert [f.kind for f in traced.findings] == ["untraced_thread"]
+
+
+def test_late_samples_of_a_per_sample_loop_with_exactly_zero_gradients_say_nothing() -> None:
+    """A line whose leaves got gradients holding values many times in a row is trusted (`arrivals.TRUSTED`): a later
+    sample whose gradient is exactly zero (every unit dead for that input) is no missing gradient, and a loop that
+    makes a leaf at every step stops paying a zero check for each."""
+    torch.manual_seed(0)
+    weight = torch.randn(4, 4)
+    with trace() as traced:
+        for step in range(40):
+            x = torch.randn(4, requires_grad=True)
+            torch.relu(weight @ x - (0.0 if step < 30 else 1e3)).sum().backward()
+    assert x.grad is not None and not x.grad.any()
+    assert traced.findings == []
+    assert len(traced.watched) == 40 and all(w.got_grad for w in traced.watched)
+
+
+def test_a_line_whose_leaves_get_zero_gradients_early_is_checked_to_the_end() -> None:
+    """Zeros before the line was trusted keep every later leaf of it checked: a zero-derivative op is still the error
+    it is, however long the loop."""
+    torch.manual_seed(0)
+    weight = torch.randn(4, 4)
+    with trace() as traced:
+        for step in range(40):
+            x = torch.randn(4, requires_grad=True)
+            (weight @ x if step < 5 else (weight @ x).round()).sum().backward()
+    assert [(f.kind, f.severity) for f in traced.findings] == [("non_differentiable", "error")]
+    assert "round" in traced.findings[0].message

@@ -8,8 +8,8 @@ reads the current value), and `write_back` brings the fields up to date before t
 
 A zero check is a torch op, the costliest part of a fresh leaf's first gradient: once the leaves one line makes
 got gradients holding nonzeros `TRUSTED` times in a row (a per-sample input made at every step), that line's
-later leaves are not checked. One whose gradient held only zeros keeps its line checked for good, so a leaf cut by
-a zero-derivative op, or never reaching the loss's values, is still told.
+later leaves are not checked, but for one in `RECHECK`. One whose gradient held only zeros keeps its line checked
+for good, so a leaf cut by a zero-derivative op, or never reaching the loss's values, is still told.
 """
 from __future__ import annotations
 
@@ -19,8 +19,11 @@ from gradcheck_l2c.record.watch import WatchRegistry
 
 
 #: Leaves of one line whose first gradients held nonzeros, in a row, after which that line's leaves are not checked:
-#: a per-sample input made at every step would pay a torch op per step to say what its first leaves said.
+#: a per-sample input made at every step would pay a torch op per step to say what its first leaves said. Every
+#: `RECHECK`-th leaf of a trusted line is checked all the same: a loop that turns to a zero-derivative op later on
+#: (a quantised input from the second epoch) is told within that many steps.
 TRUSTED = 16
+RECHECK = 64
 _NEVER = -(1 << 62)  # a line one of whose leaves got a first gradient of zeros: its leaves are always checked
 
 
@@ -59,9 +62,12 @@ class Arrivals:
                 if watched.is_parameter or watched.user_leaf:
                     optimizers.first_gradient(watched)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
-                if watched.user_leaf and lines.get(id(watched.site), 0) >= TRUSTED:
-                    steady.add(key)  # its line is trusted: not checked
-                    continue
+                if watched.user_leaf:
+                    seen = lines.get(id(watched.site), 0)
+                    if seen >= TRUSTED and seen % RECHECK:  # its line is trusted, and this is not a leaf to look at
+                        lines[id(watched.site)] = seen + 1
+                        steady.add(key)
+                        continue
                 tensor = watched.ref()
                 grad = tensor.grad if tensor is not None else None
                 if grad is not None:

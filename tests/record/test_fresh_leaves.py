@@ -121,3 +121,17 @@ def test_a_line_whose_leaves_get_zero_gradients_early_is_checked_to_the_end() ->
             (weight @ x if step < 5 else (weight @ x).round()).sum().backward()
     assert [(f.kind, f.severity) for f in traced.findings] == [("non_differentiable", "error")]
     assert "round" in traced.findings[0].message
+
+
+def test_a_trusted_line_that_turns_to_a_zero_derivative_op_later_is_told() -> None:
+    """Every `RECHECK`-th leaf of a trusted line is checked: a loop that quantises its input from some step on (a
+    second epoch) has the cut named, however many leaves got gradients before."""
+    torch.manual_seed(0)
+    weight = torch.randn(4, 4)
+    with trace() as traced:
+        for step in range(160):
+            x = torch.randn(4, requires_grad=True)
+            (weight @ x if step < 40 else (weight @ x).round()).sum().backward()
+    assert traced.findings
+    assert all((f.kind, f.severity, f.line) == ("non_differentiable", "error", traced.findings[0].line)
+               and "round" in f.message for f in traced.findings)

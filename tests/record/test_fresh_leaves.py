@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 
 from gradcheck_l2c import trace
@@ -110,28 +111,17 @@ def test_late_samples_of_a_per_sample_loop_with_exactly_zero_gradients_say_nothi
     assert len(traced.watched) == 40 and all(w.got_grad for w in traced.watched)
 
 
-def test_a_line_whose_leaves_get_zero_gradients_early_is_checked_to_the_end() -> None:
-    """Zeros before the line was trusted keep every later leaf of it checked: a zero-derivative op is still the error
-    it is, however long the loop."""
+@pytest.mark.parametrize("rounded_from, steps", [(5, 40), (40, 160)], ids=["before trust", "after trust"])
+def test_a_loop_that_turns_to_a_zero_derivative_op_has_the_cut_named(rounded_from: int, steps: int) -> None:
+    """Zeros before a line was trusted keep its every later leaf checked; after, every `RECHECK`-th leaf of a
+    trusted line is checked all the same: a loop that quantises its input from some step on (a second epoch) has
+    the cut named, however many leaves got gradients before."""
     torch.manual_seed(0)
     weight = torch.randn(4, 4)
     with trace() as traced:
-        for step in range(40):
+        for step in range(steps):
             x = torch.randn(4, requires_grad=True)
-            (weight @ x if step < 5 else (weight @ x).round()).sum().backward()
-    assert [(f.kind, f.severity) for f in traced.findings] == [("non_differentiable", "error")]
-    assert "round" in traced.findings[0].message
-
-
-def test_a_trusted_line_that_turns_to_a_zero_derivative_op_later_is_told() -> None:
-    """Every `RECHECK`-th leaf of a trusted line is checked: a loop that quantises its input from some step on (a
-    second epoch) has the cut named, however many leaves got gradients before."""
-    torch.manual_seed(0)
-    weight = torch.randn(4, 4)
-    with trace() as traced:
-        for step in range(160):
-            x = torch.randn(4, requires_grad=True)
-            (weight @ x if step < 40 else (weight @ x).round()).sum().backward()
+            (weight @ x if step < rounded_from else (weight @ x).round()).sum().backward()
     assert traced.findings
     assert all((f.kind, f.severity, f.line) == ("non_differentiable", "error", traced.findings[0].line)
                and "round" in f.message for f in traced.findings)

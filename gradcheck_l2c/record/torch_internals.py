@@ -78,6 +78,8 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
     "_post_accumulate_grad_hooks": "a tensor's post-accumulate-grad hooks, in the order they run: the tool's runs "
                                    "first, before a user's that steps and clears .grad (an optimizer fused into "
                                    "the backward, set up before the trace)",
+    "_is_param": "the flag that makes a tensor of another class an nn.Parameter to isinstance: read directly for a "
+                 "plain tensor, past Parameter's Python-level instance check, at every leaf the trace watches",
     "_sequence_nr": "the order autograd nodes were made in: a node made before the last backward that freed its graph "
                     "belongs to that freed graph (\"backward through the graph a second time\")",
     "_lineno_map": "which node of a torch.compile'd graph (torch.fx GraphModule) a line of its generated code runs: "
@@ -192,6 +194,13 @@ def run_past(mode: Any, function: Callable[..., Any], *args: Any, **kwargs: Any)
 def version(tensor: torch.Tensor) -> int:
     """The tensor's in-place write counter; -1 for an inference tensor, which has none (reading it raises)."""
     return -1 if tensor.is_inference() else tensor._version
+
+
+def is_parameter(tensor: torch.Tensor) -> bool:
+    """``isinstance(tensor, nn.Parameter)``, without Parameter's Python-level instance check for a plain tensor."""
+    if type(tensor) is torch.Tensor:
+        return bool(getattr(tensor, "_is_param", False))
+    return isinstance(tensor, torch.nn.Parameter)
 
 
 def sequence_nr(node: Any) -> int | None:

@@ -18,6 +18,7 @@ from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.record.arrival_hooks import watch_arrivals
 from gradcheck_l2c.record.locations import Site, StackEntry
 from gradcheck_l2c.record.scope import Clock
+from gradcheck_l2c.record.torch_internals import is_parameter
 
 
 class Owner(NamedTuple):
@@ -338,14 +339,6 @@ class WatchRegistry:
 def _own_lines(code: Any) -> frozenset[int]:
     """The lines whose statements a code object runs itself (not those of the functions it defines)."""
     return frozenset(line for _, _, line in code.co_lines() if line is not None)
-
-
-def is_parameter(tensor: torch.Tensor) -> bool:
-    """``isinstance(tensor, nn.Parameter)``; for a plain tensor without the Python-level check of Parameter's class
-    (a tensor flagged ``_is_param`` is one)."""
-    if type(tensor) is torch.Tensor:
-        return bool(getattr(tensor, "_is_param", False))
-    return isinstance(tensor, nn.Parameter)
 
 
 def owner_of(module: nn.Module, attr: str) -> Owner:

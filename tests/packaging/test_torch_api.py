@@ -87,3 +87,17 @@ def test_the_check_sees_private_names_through_aliases():
                      "o._get_current_function_mode_stack()\nm._global_forward_hooks\n")
     assert {"torch.overrides._get_current_function_mode_stack",
             "torch.nn.modules.module._global_forward_hooks"} <= {n for n in torch_names(tree) if is_private(n)}
+
+
+def test_is_parameter_answers_as_isinstance_does():
+    """The watch's own Parameter test (past Parameter's Python-level instance check) for every kind of tensor."""
+    import torch
+
+    from gradcheck_l2c.record.torch_internals import is_parameter
+
+    flagged = torch.zeros(2)
+    flagged._is_param = True
+    tensors = [torch.zeros(2), torch.zeros(2, requires_grad=True), torch.nn.Parameter(torch.zeros(2)),
+               torch.nn.Buffer(torch.zeros(2)) if hasattr(torch.nn, "Buffer") else torch.ones(1), flagged]
+    assert [is_parameter(t) for t in tensors] == [isinstance(t, torch.nn.Parameter) for t in tensors]
+    assert [is_parameter(t) for t in tensors] == [False, False, True, False, True]

@@ -179,24 +179,26 @@ def judge(record: TraceRecord) -> Verdict:
     zero: list[Watched] = []
     unstepped: set[int] = set()  # got gradients, but never when an optimizer stepped it
     for watched in run.watched():
-        if watched.ever_grad and watched.cut_read is None and (watched.nonzero_grad or not watched.zero_checks) \
-                and record.step_miss(watched.key) is None:
-            continue  # it learnt, and nothing it met has a word to say (the most of a long run's tensors)
-        if not watched.trainable():
-            continue
-        if not run.expected_or_optimized(watched):
-            continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if watched.ever_grad:
             miss = record.step_miss(watched.key)
+            zeros = watched.zero_checks and not watched.nonzero_grad
+            # it learnt with nothing to say (the most of a long run's tensors), or nobody meant it to learn
+            if (miss is None and watched.cut_read is None and not zeros) or not watched.trainable() \
+                    or not run.expected_or_optimized(watched):
+                continue
             if miss is not None:
                 unstepped.add(watched.key)
                 run.findings.extend(_step_miss_findings(run, watched, miss))
             elif watched.cut_read is not None:
                 run.findings.extend(run.cut_finding(event, watched.name, symptom=watched.cut_read)
                                     for event in ordered_events(record.missed(watched.key)))
-            elif watched.zero_checks and not watched.nonzero_grad:
+            else:
                 zero.append(watched)
             continue
+        if not watched.trainable():
+            continue
+        if not run.expected_or_optimized(watched):
+            continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if _bare_leaf(run, watched) and watched.grad_read is None and run.last_of_a_loop(watched):
             continue  # its values may go on (an adversarial batch, detached), its gradient was never wanted
         symptom = run.symptom(watched)

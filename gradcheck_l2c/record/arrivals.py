@@ -62,10 +62,11 @@ class Arrivals:
                 if watched.is_parameter or watched.user_leaf:
                     optimizers.first_gradient(watched)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
-                if watched.user_leaf:
-                    seen = lines.get(id(watched.site), 0)
+                line = id(watched.site) if watched.user_leaf and watched.site is not None else None
+                if line is not None:
+                    seen = lines.get(line, 0)
                     if seen >= TRUSTED and seen % RECHECK:  # its line is trusted, and this is not a leaf to look at
-                        lines[id(watched.site)] = seen + 1
+                        lines[line] = seen + 1
                         steady.add(key)
                         continue
                 tensor = watched.ref()
@@ -73,8 +74,7 @@ class Arrivals:
                 if grad is not None:
                     watched.zero_checks += 1
                     watched.nonzero_grad = nonzero(grad)
-                    if watched.user_leaf and watched.zero_checks == 1 and watched.site is not None:
-                        line = id(watched.site)
+                    if line is not None and watched.zero_checks == 1:
                         lines[line] = lines.get(line, 0) + 1 if watched.nonzero_grad else _NEVER
             if watched.nonzero_grad or watched.zero_checks >= 2:
                 steady.add(key)

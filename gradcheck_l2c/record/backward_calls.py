@@ -9,6 +9,7 @@ import torch
 
 from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, user_site, user_stack_sites
 from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.torch_internals import run_backward
 
 Tensor = torch.Tensor
 
@@ -70,9 +71,9 @@ def progress(mode: Any) -> None:
 
 
 def _explained(state: TraceState, func, args, kwargs, roots: list[Tensor]) -> Any:
-    """Run a backward; if PyTorch refuses, add what the trace knows to its error and re-raise it."""
+    """Run a backward (`run_backward`); if PyTorch refuses, add what the trace knows to its error and re-raise it."""
     try:
-        return func(*args, **kwargs)
+        return run_backward(func, args, kwargs)
     except (RuntimeError, NotImplementedError) as error:  # a custom Function without backward: NotImplementedError
         inputs = (args[1] if len(args) > 1 else kwargs.get("inputs")) if func is torch.autograd.grad \
             else kwargs.get("inputs")

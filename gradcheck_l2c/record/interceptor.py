@@ -120,12 +120,18 @@ class Interceptor(TorchFunctionMode):
         except RuntimeError as error:
             self.state.op_failed(error, func, args, kwargs)
             raise
-        # the common op: gradients on, a result with history, nothing carried, nothing to remember about it
-        if (plain and not kwargs and type(out) is Tensor and _is_grad_enabled() and not any(self.carrying)
+        # the common op: gradients on, a result with history, nothing carried, nothing to remember about it but,
+        # from a factory asked for ``requires_grad=True``, a new leaf to watch
+        if (plain and type(out) is Tensor and _is_grad_enabled() and not any(self.carrying)
                 and out.requires_grad and not self.origins.recording):
             user_leaves = self.user_leaves
             if not (user_leaves and args and id(args[0]) in user_leaves):
-                return out
+                if not kwargs:
+                    return out
+                if kwargs.get("inplace") is not True:  # the only other keyword the full path looks at
+                    if kwargs.get("requires_grad") is True and out.is_leaf:
+                        self._watch_made_leaf(out)
+                    return out
         if self.health is not None:
             self.health.forward(func, args, kwargs, out)
         if self.writes.snapshots:
@@ -180,9 +186,7 @@ class Interceptor(TorchFunctionMode):
             elif self.unregistered.held:
                 self.unregistered.derived(args, out)
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:
-                site = user_caller_site(1)
-                if site is not None:
-                    self.state.registry.watch_leaf(out, site, user_leaf=True)
+                self._watch_made_leaf(out)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
             dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
             if dead and len(dead) < len(out):
@@ -191,3 +195,10 @@ class Interceptor(TorchFunctionMode):
             if self.origins.recording and len(dead) < len(out):
                 self.origins.made(out)
         return out
+
+    def _watch_made_leaf(self, leaf: Tensor) -> None:
+        """A factory called with ``requires_grad=True`` made ``leaf``: watch it as a user's leaf when user code
+        called it (the caller of `__torch_function__`)."""
+        site = user_caller_site(2)
+        if site is not None:
+            self.state.registry.watch_leaf(leaf, site, user_leaf=True)

@@ -7,11 +7,13 @@ without being listed in :data:`PRIVATE_NAMES` or :data:`PRIVATE_ATTRIBUTES`.
 """
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
+from types import CodeType
 from typing import Any, Callable
 
 import torch
-from torch.overrides import _get_current_function_mode_stack
+from torch.overrides import _get_current_function_mode_stack, has_torch_function_unary
 from torch.utils.hooks import RemovableHandle
 
 #: The private names read here, and why.
@@ -26,6 +28,11 @@ PRIVATE_NAMES: dict[str, str] = {
     "torch._C._len_torch_function_stack": "whether the tracer's mode is the innermost, read per module call "
                                           "without building the stack's list",
     "torch._C._get_function_stack_at": "the innermost mode, read the same way",
+    "torch.autograd.graph._engine_run_backward": "the engine call ``autograd.backward`` ends in, made by the "
+                                                  "traced backward of a plain scalar (`run_backward`)",
+    "torch.autograd._make_grads": "part of what that call skips: its code is fingerprinted with the others",
+    "torch._C._are_functorch_transforms_active": "``autograd.backward`` refuses to run inside a functorch "
+                                                 "transform: that case runs torch's own way",
     "torch.nn.modules.module._global_forward_hooks": "a global forward hook runs code of its own inside every "
                                                      "module call: torch's layers then keep the tracer's mode",
     "torch.nn.modules.module._global_forward_pre_hooks": "the same for global forward pre-hooks",
@@ -265,3 +272,42 @@ foreach_norm = torch._foreach_norm
 #: the weights after it added to that copy in one call (their change).
 foreach_neg = torch._foreach_neg
 foreach_add_ = torch._foreach_add_
+
+
+def _fingerprint(*codes: CodeType) -> str:
+    """What the given functions call and the constants they use (their docstrings aside), in a short digest."""
+    described = [(code.co_names, [c for c in code.co_consts[1:] if not isinstance(c, CodeType)]) for code in codes]
+    return hashlib.sha256(repr(described).encode()).hexdigest()[:16]
+
+
+#: torch's ``Tensor.backward`` and ``autograd.backward``, as torch defines them when this module is imported (a
+#: script may replace either later: checked at every call).
+TENSOR_BACKWARD = torch.Tensor.backward
+_autograd_backward = torch.autograd.backward
+#: The fingerprints of ``Tensor.backward``, ``autograd.backward`` and ``_make_grads`` on the torch versions whose
+#: code `run_backward` was checked against (2.13, 2.14); any other torch runs every backward its own way.
+CHECKED_BACKWARDS = frozenset({"4dfa4e6e7a41aa64"})
+BACKWARD_CHECKED = _fingerprint(TENSOR_BACKWARD.__code__, _autograd_backward.__code__,
+                                torch.autograd._make_grads.__code__) in CHECKED_BACKWARDS
+_run_engine = torch.autograd.graph._engine_run_backward
+_functorch_on = torch._C._are_functorch_transforms_active
+_BACKWARD_KEYWORDS = frozenset(("gradient", "retain_graph", "create_graph", "inputs"))
+
+
+def run_backward(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``func(*args, **kwargs)``. For torch's ``Tensor.backward`` of a plain real one-element tensor that requires
+    grad, with no gradient, inputs or create_graph given, no torch function left to hand it to and no functorch
+    transform: the engine call ``autograd.backward`` makes of it (its implicit gradient of ones, the same arguments)
+    without that function's argument handling, about 30 µs of Python a backward (a loop that steps a small model
+    pays it at every step). Only on a torch whose code for it was checked (`CHECKED_BACKWARDS`)."""
+    if func is TENSOR_BACKWARD and BACKWARD_CHECKED and len(args) == 1 and kwargs.keys() <= _BACKWARD_KEYWORDS:
+        tensor, retain = args[0], kwargs.get("retain_graph")
+        if (type(tensor) is torch.Tensor and kwargs.get("gradient") is None and kwargs.get("inputs") is None
+                and kwargs.get("create_graph", False) is False and (retain is None or type(retain) is bool)
+                and torch.autograd.backward is _autograd_backward and tensor.requires_grad
+                and not has_torch_function_unary(tensor) and not tensor.is_nested
+                and tensor.dtype.is_floating_point and tensor.numel() == 1 and not _functorch_on()):
+            _run_engine((tensor,), (torch.ones_like(tensor, memory_format=torch.preserve_format),), bool(retain),
+                        False, (), allow_unreachable=True, accumulate_grad=True)
+            return None
+    return func(*args, **kwargs)

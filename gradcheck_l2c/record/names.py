@@ -55,6 +55,30 @@ def resolve_names(registry: WatchRegistry) -> None:
         variable = [watched.variable] if watched.variable else []
         watched.aliases = registry.shared(tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable])))
 
+#: User leaves one line made, at least, for that line's leaves to share a variable name (a loop's fresh input).
+ALIKE = 3
+
+
+def name_lines_alike(registry: WatchRegistry) -> None:
+    """Name the user leaves one line made after the variable that held those seen in one (a loop's ``x``), when it
+    is the only one, so that the leaves a discovery pass found alive and those it did not are reported as one
+    tensor, not as ``x`` and ``train.py:12``. Lines that made fewer than `ALIKE` leaves, or leaves held by two
+    variables (one helper making ``w1`` and ``w2``), keep their names. Once, at the end: it reads every leaf."""
+    lines: dict[Any, list[Watched]] = {}
+    for watched in registry.all:
+        if watched.user_leaf and watched.owner is None and watched.site is not None:
+            lines.setdefault(watched.site, []).append(watched)
+    for leaves in lines.values():
+        variables = {watched.variable for watched in leaves if watched.variable}
+        if len(leaves) < ALIKE or len(variables) != 1:
+            continue
+        variable = variables.pop()
+        for watched in leaves:
+            if watched.variable is None and watched.name == _fallback_name(watched):
+                watched.variable = watched.name = variable
+                watched.aliases = registry.shared(tuple(dict.fromkeys([variable, *watched.aliases])))
+
+
 def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
     """Remember, for each watched parameter of ``root``'s tree, the parameters of its module's tree (one
     getting a gradient shows that forward ran), where the forward of its module and of that module's

@@ -22,7 +22,7 @@ from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.failures import FailureRecorder
 from gradcheck_l2c.record.gradstats import GradStats
 from gradcheck_l2c.record.locations import Site
-from gradcheck_l2c.record.names import resolve_names
+from gradcheck_l2c.record.names import name_lines_alike, resolve_names
 from gradcheck_l2c.record.nonfinite import NanWatch
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.origins import Origins
@@ -123,6 +123,7 @@ class TraceState:
         """The last look at live objects before judging: names, the lines that assigned the parameters of
         modules built before the trace, and the tensors modules hold unregistered."""
         resolve_names(self.registry)
+        name_lines_alike(self.registry)
         self.backwards.arrivals.write_back()
         for watched in self.registry.all:
             if watched.site is None and watched.owner is not None and not watched.ever_grad:

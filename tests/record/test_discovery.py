@@ -55,3 +55,28 @@ def test_a_tensor_set_on_a_module_late_in_a_long_run_is_named_after_it() -> None
         train_with_late_attribute()
     scale = next(w for w in traced.watched if w.shape == (2,))
     assert scale.name == "Scaled.scales[0]"
+
+
+def test_a_loops_fresh_leaves_are_one_tensor_whether_discovery_saw_them_alive_or_not() -> None:
+    # discovery (backwards 1-3, then every 50th) finds the leaf alive in `x` only at those steps: the others died
+    # first and would be named by their line, and one rounding cut reported under two names
+    torch.manual_seed(0)
+    weight = torch.randn(8, 8)
+    with trace() as traced:
+        for _ in range(60):
+            x = torch.randn(8, requires_grad=True)
+            (weight @ (torch.round(x * 4) / 4)).tanh().sum().backward()
+    assert {w.name for w in traced.watched} == {"x"}
+    assert [f.tensor for f in traced.findings] == ["x"]
+
+
+def test_leaves_one_helper_makes_for_two_variables_keep_their_names() -> None:
+    def leaf() -> torch.Tensor:
+        return torch.randn(3, requires_grad=True)
+
+    with trace() as traced:
+        for _ in range(4):
+            first, second = leaf(), leaf()
+            (first * second).sum().backward()
+    names = {w.name for w in traced.watched}
+    assert {"first", "second"} <= names and len(names) == 3  # and the line's name for the leaves no pass saw alive

@@ -55,6 +55,7 @@ def resolve_names(registry: WatchRegistry) -> None:
         variable = [watched.variable] if watched.variable else []
         watched.aliases = registry.shared(tuple(dict.fromkeys([watched.name, *names, *watched.aliases, *variable])))
 
+
 #: User leaves one line made, at least, for that line's leaves to share a variable name (a loop's fresh input).
 ALIKE = 3
 

@@ -287,8 +287,9 @@ _autograd_backward = torch.autograd.backward
 #: The fingerprints of ``Tensor.backward``, ``autograd.backward`` and ``_make_grads`` on the torch versions whose
 #: code `run_backward` was checked against (2.13, 2.14); any other torch runs every backward its own way.
 CHECKED_BACKWARDS = frozenset({"4dfa4e6e7a41aa64"})
-BACKWARD_CHECKED = _fingerprint(TENSOR_BACKWARD.__code__, _autograd_backward.__code__,
-                                torch.autograd._make_grads.__code__) in CHECKED_BACKWARDS
+BACKWARD_FINGERPRINT = _fingerprint(TENSOR_BACKWARD.__code__, _autograd_backward.__code__,
+                                    torch.autograd._make_grads.__code__)
+BACKWARD_CHECKED = BACKWARD_FINGERPRINT in CHECKED_BACKWARDS
 _run_engine = torch.autograd.graph._engine_run_backward
 _functorch_on = torch._C._are_functorch_transforms_active
 _BACKWARD_KEYWORDS = frozenset(("gradient", "retain_graph", "create_graph", "inputs"))

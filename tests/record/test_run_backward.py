@@ -42,9 +42,11 @@ def _keywords(**given: Any) -> dict[str, Any]:
 
 
 def test_this_torchs_backward_code_is_the_code_the_shortcut_was_checked_against() -> None:
-    # a torch whose Tensor.backward, autograd.backward or _make_grads changed runs torch's own way (correct, slower):
-    # read the new code against run_backward, then add its fingerprint to CHECKED_BACKWARDS
-    assert torch_internals.BACKWARD_CHECKED, torch.__version__
+    # a torch whose Tensor.backward, autograd.backward or _make_grads changed runs torch's own way (correct, slower)
+    assert torch_internals.BACKWARD_CHECKED, (
+        f"torch {torch.__version__}: its Tensor.backward, autograd.backward or _make_grads is not the code "
+        f"run_backward was checked against; read them against it, then add {torch_internals.BACKWARD_FINGERPRINT!r} "
+        "to CHECKED_BACKWARDS in gradcheck_l2c/record/torch_internals.py")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])

@@ -52,7 +52,7 @@ def test_this_torchs_backward_code_is_the_code_the_shortcut_was_checked_against(
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("make_loss", [lambda y: y.tanh().sum(), lambda y: y.pow(2).sum().reshape(1, 1)],
                          ids=["0-dim", "1x1"])
-def test_a_scalar_losss_gradients_are_bitwise_those_of_torchs_backward(
+def test_a_scalar_loss_gets_bitwise_the_gradients_of_torchs_backward(
         engine_calls: list, make_loss: Callable, dtype: torch.dtype) -> None:
     expected = _grads(make_loss, lambda loss: loss.backward(), dtype)
     got = _grads(make_loss, lambda loss: run_backward(TENSOR_BACKWARD, (loss,), _keywords()), dtype)

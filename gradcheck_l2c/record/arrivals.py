@@ -13,6 +13,7 @@ for good, so a leaf cut by a zero-derivative op, or never reaching the loss's va
 """
 from __future__ import annotations
 
+from gradcheck_l2c.record.arrival_hooks import hooked
 from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero
 from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -78,6 +79,8 @@ class Arrivals:
                         lines[line] = lines.get(line, 0) + 1 if watched.nonzero_grad else _NEVER
             if watched.nonzero_grad or watched.zero_checks >= 2:
                 steady.add(key)
+                if hooked(watched):  # nothing left to note but its arrivals: no hook call per backward for them
+                    registry.polling.joining.append(key)
         self._steady = steady
 
     def unsteady(self) -> None:

@@ -203,6 +203,20 @@ def version(tensor: torch.Tensor) -> int:
     return -1 if tensor.is_inference() else tensor._version
 
 
+def grad_marks(tensors: list[torch.Tensor]) -> list[tuple[Any, int]]:
+    """Each leaf's ``.grad`` and that gradient's in-place write counter (-1 without one): a backward that gives a leaf
+    its gradient sets a new one or writes into the one there, so a mark that changed across it tells that one
+    arrived. Read past any torch-function mode: the tool's reads, not the user's."""
+    with functions_off():
+        return [(grad, -1 if grad.is_inference() else grad._version) if (grad := tensor.grad) is not None
+                else (None, -1) for tensor in tensors]
+
+
+def hooked_or_gone(tensors: list[torch.Tensor | None]) -> list[int]:
+    """The positions of the leaves that are gone (None) or carry a post-accumulate-grad hook."""
+    return [index for index, tensor in enumerate(tensors) if tensor is None or tensor._post_accumulate_grad_hooks]
+
+
 def is_parameter(tensor: torch.Tensor) -> bool:
     """``isinstance(tensor, nn.Parameter)``, without Parameter's Python-level instance check for a plain tensor."""
     if type(tensor) is torch.Tensor:

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from gradcheck_l2c.errors import UsageError
-from gradcheck_l2c.record.arrival_hooks import watch_arrivals
+from gradcheck_l2c.record.arrival_hooks import Polling, watch_arrivals
 from gradcheck_l2c.record.locations import Site, StackEntry
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.torch_internals import is_parameter
@@ -157,6 +157,7 @@ class WatchRegistry:
         self.unhooked: list[int] = []
         self.checking: list[int] = []
         self.outlived: list[int] = []
+        self.polling = Polling()  # leaves whose arrivals are read from .grad around each backward instead
         self.by_id: dict[int, Watched] = {}  # the live ones
         self.all: list[Watched] = []
         self.died: list[int] = []  # keys whose tensor died since names were last resolved (`unsettled`)

@@ -74,10 +74,15 @@ def name_lines_alike(registry: WatchRegistry) -> None:
         if len(leaves) < ALIKE or len(variables) != 1:
             continue
         variable = variables.pop()
+        renamed: dict[tuple[str, ...], tuple[str, ...]] = {}  # aliases -> the same led by the variable (shared)
         for watched in leaves:
             if watched.variable is None and watched.name == _fallback_name(watched):
                 watched.variable = watched.name = variable
-                watched.aliases = registry.shared(tuple(dict.fromkeys([variable, *watched.aliases])))
+                aliases = renamed.get(watched.aliases)
+                if aliases is None:
+                    aliases = renamed[watched.aliases] = registry.shared(
+                        tuple(dict.fromkeys([variable, *watched.aliases])))
+                watched.aliases = aliases
 
 
 def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:

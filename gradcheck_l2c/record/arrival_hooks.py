@@ -26,8 +26,8 @@ from typing import Any, Callable
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from gradcheck_l2c.record.torch_internals import (functions_off, grad_marks, has_post_accumulate_hooks, hook_first,
-                                                  hooked_or_gone, stack_length)
+from gradcheck_l2c.record.torch_internals import (functions_off, grad_marks, grads_changed, has_post_accumulate_hooks,
+                                                  hook_first, hooked_or_gone, stack_length)
 
 
 class _Unhooked:
@@ -128,9 +128,9 @@ def backward_ended(registry: Any) -> None:
     polling = registry.polling
     polling.running -= 1
     if polling.marks is not None and not polling.running:
-        polled, tensors, before = polling.marks
+        polled, tensors, marks = polling.marks
         polling.marks = None
-        registry.arrived.extend(_changed(polled, before, grad_marks(tensors)))
+        registry.arrived.extend(polled[index].key for index in grads_changed(tensors, marks))
     checking = registry.checking
     if checking:
         for watched, tensor in _waiting(registry, checking):
@@ -176,13 +176,6 @@ def _mark_polled(registry: Any, polling: Polling) -> None:
         polling.marks = list(polled), tensors, grad_marks(tensors)
 
 
-def _changed(polled: list[Any], before: list[tuple[Any, int]], after: list[tuple[Any, int]]) -> Iterator[int]:
-    """The keys of the polled leaves whose gradient was set, or written into, between two marks."""
-    for watched, (old, old_version), (grad, version) in zip(polled, before, after):
-        if grad is not None and (grad is not old or version != old_version):
-            yield watched.key
-
-
 def _live(watched_leaves: list[Any]) -> Iterator[tuple[Any, torch.Tensor]]:
     for watched in watched_leaves:
         tensor = watched.ref()
@@ -213,7 +206,7 @@ def run_elsewhere(registry: Any, run: Callable[[], Any]) -> Any:
         del tensor
     polled = list(_live(list(registry.polling.polled)))
     tensors = [tensor for _, tensor in polled]
-    before = grad_marks(tensors)
+    marks = grad_marks(tensors)
     try:
         return run()
     finally:
@@ -221,4 +214,4 @@ def run_elsewhere(registry: Any, run: Callable[[], Any]) -> Any:
             tensor = ref()
             if tensor is not None and tensor.grad is not None:
                 registry.arrived.append(key)
-        registry.arrived.extend(_changed([watched for watched, _ in polled], before, grad_marks(tensors)))
+        registry.arrived.extend(polled[index][0].key for index in grads_changed(tensors, marks))

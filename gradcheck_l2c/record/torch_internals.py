@@ -203,13 +203,24 @@ def version(tensor: torch.Tensor) -> int:
     return -1 if tensor.is_inference() else tensor._version
 
 
+#: The mark of a leaf without a gradient (`grad_marks`).
+NO_GRAD: tuple[None, int] = (None, -1)
+
+
 def grad_marks(tensors: list[torch.Tensor]) -> list[tuple[Any, int]]:
-    """Each leaf's ``.grad`` and that gradient's in-place write counter (-1 without one): a backward that gives a leaf
-    its gradient sets a new one or writes into the one there, so a mark that changed across it tells that one
-    arrived. Read past any torch-function mode: the tool's reads, not the user's."""
+    """Each leaf's ``.grad`` and that gradient's in-place write counter (`NO_GRAD` without one): a backward that gives
+    a leaf its gradient sets a new one or writes into the one there (`grads_changed`). Read past any torch-function
+    mode: the tool's reads, not the user's."""
     with functions_off():
-        return [(grad, -1 if grad.is_inference() else grad._version) if (grad := tensor.grad) is not None
-                else (None, -1) for tensor in tensors]
+        return [NO_GRAD if (grad := tensor.grad) is None else (grad, version(grad)) for tensor in tensors]
+
+
+def grads_changed(tensors: list[torch.Tensor], marks: list[tuple[Any, int]]) -> list[int]:
+    """The positions of the leaves whose gradient was set, or written into, since ``marks`` (`grad_marks`); the write
+    counter is read only of a gradient still the same tensor (a step's ``zero_grad()`` leaves none to read)."""
+    with functions_off():
+        return [index for index, (tensor, (old, count)) in enumerate(zip(tensors, marks))
+                if (grad := tensor.grad) is not None and (grad is not old or version(grad) != count)]
 
 
 def hooked_or_gone(tensors: list[torch.Tensor | None]) -> list[int]:

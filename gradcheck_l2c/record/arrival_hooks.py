@@ -16,7 +16,9 @@ gradient's write counter are read when an outermost backward of the traced threa
 telling that its gradient arrived, as the hook would have. A leaf that gets a post-accumulate hook of anyone else
 (one that steps and clears ``.grad``) has its own back, first, at the next backward; once torch.distributed is
 initialised (DDP writes the gradients of leaves a backward did not reach, into buckets they share), every polled
-leaf is hooked again for good.
+leaf is hooked again for good. One difference, by design: autograd calls a leaf's hook also when a custom Function's
+backward returned None for it, so a hook counted an arrival when ``.grad`` still held an earlier gradient; the poll
+sees nothing arrive there, which is what happened.
 """
 from __future__ import annotations
 

@@ -179,6 +179,7 @@ def _mark_polled(registry: Any, polling: Polling) -> None:
 
 
 def _live(watched_leaves: list[Any]) -> Iterator[tuple[Any, torch.Tensor]]:
+    """The watched leaves still alive, with their tensors."""
     for watched in watched_leaves:
         tensor = watched.ref()
         if tensor is not None:

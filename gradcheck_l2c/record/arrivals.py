@@ -2,9 +2,10 @@
 the backward that last reached it.
 
 A tensor the previous backward reached too, whose first gradient and zero checks are behind it, has only that
-number to change: such tensors are noted in one bulk update, so a training step pays a set operation for its
-parameters, not a loop over them. Their ``Watched.last_reached`` lags meanwhile (``WatchRegistry.last_reached``
-reads the current value), and `write_back` brings the fields up to date before the judge reads them.
+number to change: such tensors are noted together (`WatchRegistry.together`: the same set at every step moves one
+number), so a training step pays a set operation for its parameters, not a loop over them. Their
+``Watched.last_reached`` lags meanwhile (``WatchRegistry.last_reached`` reads the current value), and `write_back`
+brings the fields up to date before the judge reads them.
 
 A zero check is a torch op, the costliest part of a fresh leaf's first gradient: once the leaves one line makes
 got gradients holding nonzeros `TRUSTED` times in a row (a per-sample input made at every step), that line's
@@ -42,9 +43,12 @@ class Arrivals:
         """Backward number ``backwards`` gave the tensors ``keys`` their gradient."""
         if self.optimizers.left_out.told:
             self.optimizers.left_out.look(keys)
-        steady = keys & self._steady if self._steady else set()
+        steady = self._steady & keys if self._steady else set()  # a set (keys may be frozen): grown below
         if steady:
-            self.registry.reached_at.update(dict.fromkeys(steady, backwards))
+            together, at = self.registry.together
+            if steady != together:  # else the same tensors again: their one number moves on
+                self.registry.reached_at.update(dict.fromkeys(together, at))
+            self.registry.together = steady, backwards  # with those that get steady below, reached now too
         if not steady:
             rest = keys
         elif len(steady) < len(keys):
@@ -91,6 +95,9 @@ class Arrivals:
     def write_back(self) -> None:
         """Bring every ``Watched.last_reached`` up to date (before the judge reads them)."""
         registry = self.registry
+        together, at = registry.together
+        registry.reached_at.update(dict.fromkeys(together, at))
+        registry.together = set(), 0
         for key, backwards in registry.reached_at.items():
             watched = registry.all[key]
             if backwards > watched.last_reached:

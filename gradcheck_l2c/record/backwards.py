@@ -82,7 +82,9 @@ class BackwardLog:
         self.clock.backwards += 1
         self.events_at_backward = len(self.events)
         registry = self.registry
-        reached = set(registry.arrived) | returned  # the leaves that held a gradient when it arrived (`arrival_hook`)
+        reached = frozenset(set(registry.arrived))  # what arrived (`arrival_hook`): kept uncopied, in a set's order
+        if returned:
+            reached |= returned
         registry.arrived.clear()
         optimizers = self.optimizers
         if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it
@@ -103,7 +105,7 @@ class BackwardLog:
                     registry.all[key].got_grad = False
         self.arrivals.reached(reached, backwards)
         if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
-            Reachability.remember(roots[0], frozenset(reached))
+            Reachability.remember(roots[0], reached)
         if backwards <= 3 or backwards % 50 == 0:
             self._discover(frame)
             if backwards <= 3:

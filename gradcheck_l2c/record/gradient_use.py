@@ -17,7 +17,7 @@ from gradcheck_l2c.record.locations import Site
 @dataclass(eq=False)
 class _Pending:
     site: Site | None
-    keys: set[int]
+    keys: frozenset[int]  # replaced, never changed in place: a backward's keys are shared, not copied
 
 
 @dataclass
@@ -42,9 +42,9 @@ class GradientUse:
     skipped: set[int] = field(default_factory=set)  # optimizers stepped with a closure: zero_grad runs inside
     last: _Pending | None = None  # the latest backward's entry, while it is pending
 
-    def backward(self, site: Site | None, keys: set[int]) -> None:
+    def backward(self, site: Site | None, keys: frozenset[int]) -> None:
         """A backward called at ``site`` gave these watched tensors their gradient."""
-        self.last = _Pending(site, set(keys)) if keys else None
+        self.last = _Pending(site, keys) if keys else None
         if self.last is not None:
             self.pending.append(self.last)
             if len(self.pending) > 64:  # gradient accumulation over many micro-batches: keep the newest

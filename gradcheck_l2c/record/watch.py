@@ -161,8 +161,10 @@ class WatchRegistry:
         self.by_id: dict[int, Watched] = {}  # the live ones
         self.all: list[Watched] = []
         self.died: list[int] = []  # keys whose tensor died since names were last resolved (`unsettled`)
-        # key -> the backward that last reached it, while `Watched.last_reached` lags (`arrivals.Arrivals`)
+        # key -> the backward that last reached it, while `Watched.last_reached` lags (`arrivals.Arrivals`); and the keys
+        # the latest backwards reached together, with the last of them (a model's parameters: one number a step)
         self.reached_at: dict[int, int] = {}
+        self.together: tuple[set[int], int] = (set(), 0)
         self._shared: dict[Any, Any] = {}  # `shared`
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
         # counts what can change names and module attributes (a new watched tensor or module, a name, an attribute
@@ -191,7 +193,8 @@ class WatchRegistry:
 
     def last_reached(self, watched: Watched) -> int:
         """The backward (1-based) that last gave ``watched`` a gradient; 0 if none did."""
-        return max(watched.last_reached, self.reached_at.get(watched.key, 0))
+        together, at = self.together
+        return max(watched.last_reached, self.reached_at.get(watched.key, 0), at if watched.key in together else 0)
 
     def get(self, tensor: Any) -> Watched | None:
         watched = self.by_id.get(id(tensor))

@@ -39,11 +39,11 @@ class Arrivals:
         # nonzeros (`_NEVER` once one held only zeros); the Sites are shared (`WatchRegistry.shared`): ids stay theirs
         self._nonzero_lines: dict[int, int] = {}
 
-    def reached(self, keys: set[int], backwards: int) -> None:
+    def reached(self, keys: frozenset[int], backwards: int) -> None:
         """Backward number ``backwards`` gave the tensors ``keys`` their gradient."""
         if self.optimizers.left_out.told:
             self.optimizers.left_out.look(keys)
-        steady = self._steady & keys if self._steady else set()  # a set (keys may be frozen): grown below
+        steady = self._steady & keys if self._steady else set()  # a set, not frozen like keys: grown below
         if steady:
             together, at = self.registry.together
             if steady != together:  # else the same tensors again: their one number moves on

@@ -25,7 +25,6 @@ def test_gradients_erased_before_every_step_are_counted_at_every_step() -> None:
     assert all(w.got_grad for w in traced.watched)
 
 
-
 def _arrivals_of(parameters: list[nn.Parameter]):
     """A trace's arrival bookkeeping watching ``parameters`` (alive while the caller holds them), and a backward that
     gave gradients to some of them."""

@@ -45,9 +45,8 @@ class Arrivals:
             self.optimizers.left_out.look(keys)
         steady = self._steady & keys if self._steady else set()  # a set, not frozen like keys: grown below
         if steady:
-            together, at = self.registry.together
-            if steady != together:  # else the same tensors again: their one number moves on
-                self.registry.reached_at.update(dict.fromkeys(together, at))
+            if steady != self.registry.together[0]:  # else the same tensors again: their one number moves on
+                self._part_together()
             self.registry.together = steady, backwards  # with those that get steady below, reached now too
         if not steady:
             rest = keys
@@ -92,12 +91,16 @@ class Arrivals:
         one by one again."""
         self._steady = set()
 
+    def _part_together(self) -> None:
+        """The tensors reached together so far each keep that backward's number (`WatchRegistry.reached_at`)."""
+        together, at = self.registry.together
+        self.registry.reached_at.update(dict.fromkeys(together, at))
+        self.registry.together = set(), 0
+
     def write_back(self) -> None:
         """Bring every ``Watched.last_reached`` up to date (before the judge reads them)."""
         registry = self.registry
-        together, at = registry.together
-        registry.reached_at.update(dict.fromkeys(together, at))
-        registry.together = set(), 0
+        self._part_together()
         for key, backwards in registry.reached_at.items():
             watched = registry.all[key]
             if backwards > watched.last_reached:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Protocol
 import torch
 
 from gradcheck_l2c.record import graph
-from gradcheck_l2c.record.args import any_requires_grad, op_label, tensors_in
+from gradcheck_l2c.record.args import any_requires_grad, op_label, requires_grad_in, tensors_in
 from gradcheck_l2c.record.backward_calls import on_autograd_grad
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.locations import (
@@ -264,14 +264,14 @@ def on_sample(mode: Mode, func, args, kwargs):
 
 def on_conversion(mode: Mode, func, args, kwargs):
     out = func(*args, **kwargs)
-    tensor = args[0]
-    state = mode.state
+    tensor, state = args[0], mode.state
     if state.taints:
         state.taints.mark(out, state.taints.of_args(args, kwargs))
     if isinstance(out, Tensor) and out is not tensor and out.grad_fn is not None \
             and tensor.is_leaf and tensor.requires_grad:
         remember_site(out)
-    elif not _is_grad_enabled() and mode.scope.pid == os.getpid():
+    elif not _is_grad_enabled() and (requires_grad_in(args, kwargs) or state.taints.numbers) \
+            and mode.scope.pid == os.getpid():  # else nothing to cut: the inputs' taints were marked above
         mode.cuts.no_grad_op(func, args, kwargs, out)
     return out
 

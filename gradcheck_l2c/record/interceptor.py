@@ -120,18 +120,25 @@ class Interceptor(TorchFunctionMode):
         except RuntimeError as error:
             self.state.op_failed(error, func, args, kwargs)
             raise
-        # the common op: gradients on, a result with history, nothing carried, nothing to remember about it but,
-        # from a factory asked for ``requires_grad=True``, a new leaf to watch
+        # the common op: gradients on, nothing carried, nothing to remember about it but, from a factory asked for
+        # ``requires_grad=True``, a new leaf to watch
         if (plain and type(out) is Tensor and _is_grad_enabled() and not any(self.carrying)
-                and out.requires_grad and not self.origins.recording):
-            user_leaves = self.user_leaves
-            if not (user_leaves and args and id(args[0]) in user_leaves):
-                if not kwargs:
-                    return out
-                if kwargs.get("inplace") is not True:  # the only other keyword the full path looks at
-                    if kwargs.get("requires_grad") is True and out.is_leaf:
-                        self._watch_made_leaf(out)
-                    return out
+                and not self.origins.recording):
+            if out.requires_grad:
+                user_leaves = self.user_leaves
+                if not (user_leaves and args and id(args[0]) in user_leaves):
+                    if not kwargs:
+                        return out
+                    if kwargs.get("inplace") is not True:  # the only other keyword the full path looks at
+                        if kwargs.get("requires_grad") is True and out.is_leaf:
+                            self._watch_made_leaf(out)
+                        return out
+            # a result without history (a batch indexed out of the data, a mask), not a weight's initialiser: only an
+            # integer or bool result of inputs that require grad is a cut
+            elif (func not in INITIALISERS and (not kwargs or kwargs.get("inplace") is not True
+                                                and kwargs.get("requires_grad") is not True)
+                  and (out.is_floating_point() or not requires_grad_in(args, kwargs))):
+                return out
         if self.health is not None:
             self.health.forward(func, args, kwargs, out)
         if self.writes.snapshots:

@@ -120,11 +120,16 @@ class Interceptor(TorchFunctionMode):
         except RuntimeError as error:
             self.state.op_failed(error, func, args, kwargs)
             raise
-        # the common op: gradients on, nothing carried, nothing to remember about it but, from a factory asked for
+        # the common op: nothing carried, nothing to remember about it but, from a factory asked for
         # ``requires_grad=True``, a new leaf to watch
-        if (plain and type(out) is Tensor and _is_grad_enabled() and not any(self.carrying)
-                and not self.origins.recording):
-            if out.requires_grad:
+        if plain and not any(self.carrying) and not self.origins.recording:
+            if not _is_grad_enabled():
+                if not requires_grad_in(args, kwargs):  # gradients off, and no input needs one: nothing is cut
+                    return out
+            elif type(out) is not Tensor:
+                if not kwargs and not isinstance(out, tuple):  # a size, a count, a flag
+                    return out
+            elif out.requires_grad:
                 user_leaves = self.user_leaves
                 if not (user_leaves and args and id(args[0]) in user_leaves):
                     if not kwargs:

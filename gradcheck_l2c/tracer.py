@@ -31,6 +31,9 @@ from gradcheck_l2c.present.merge import with_children
 from gradcheck_l2c.records import CapturedGraph, Finding, WatchedTensor
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: Hears the backward calls so far and a count of the tensors still missing, made when called: a status line that
+#: draws a few times a second must not walk every tensor a cut kept a gradient from at every backward.
+ProgressListener = Callable[[int, Callable[[], int]], None]
 DISABLE_VARIABLE = "GRADCHECK_L2C_DISABLED"
 _OFF, _ON = ("1", "true", "yes"), ("", "0", "false", "no")
 _warned: set[str] = set()
@@ -55,7 +58,7 @@ class Trace:
         self._spec = WatchSpec.parse(watch)
         self._patterns = watch if _patterns_only(watch) else None  # what child processes watch
         self.record_sites, self.checks = record_sites, {"nan": nan, "grad_stats": grad_stats}  # checks: TraceState's
-        self.on_progress: Callable[[int, int], None] | None = None  # (backward calls, tensors missing)
+        self.on_progress: ProgressListener | None = None  # told after each backward
         self._state: Any = None
         self._mode: Any = None
         self._patches: Any = None
@@ -137,7 +140,7 @@ class Trace:
 
     def _progress(self) -> None:
         if self.on_progress is not None and not self.forked:
-            self.on_progress(self._state.clock.backwards, self._state.backwards.still_missing())
+            self.on_progress(self._state.clock.backwards, self._state.backwards.still_missing)
 
     def _judge(self) -> Any:
         from gradcheck_l2c.judge.run import judge

@@ -299,16 +299,16 @@ def test_status_line_waits_throttles_and_clears():
     now = [0.0]
     stream = io.StringIO()
     status = StatusLine(stream, delay=1.0, interval=0.5, clock=lambda: now[0])
-    status.update(1, 0)
+    status.update(1, lambda: 0)
     assert stream.getvalue() == ""  # short runs never see it
 
     now[0] = 1.0
-    status.update(40, 2)
+    status.update(40, lambda: 2)
     assert stream.getvalue() == "\r\x1b[Kgradcheck-l2c: 40 backward calls, 2 tensors without a gradient so far"
     now[0] = 1.2
-    status.update(41, 2)  # too soon: not redrawn
+    status.update(41, lambda: 2)  # too soon: not redrawn
     now[0] = 1.5
-    status.update(42, 3)
+    status.update(42, lambda: 3)
     assert stream.getvalue().endswith("\r\x1b[Kgradcheck-l2c: 42 backward calls, 3 tensors without a gradient so far")
     assert "41" not in stream.getvalue()
 
@@ -318,26 +318,44 @@ def test_status_line_waits_throttles_and_clears():
     assert stream.getvalue().endswith("so far\r\x1b[K")
 
 
+def test_status_line_counts_the_missing_tensors_only_when_it_draws():
+    """The count walks every tensor a cut kept a gradient from: asked at every backward, a loop cutting a fresh leaf
+    per step would slow down as it runs (in a terminal only, where the line is shown)."""
+    now, asked = [0.0], []
+    status = StatusLine(io.StringIO(), delay=1.0, interval=0.5, clock=lambda: now[0])
+
+    def missing() -> int:
+        asked.append(now[0])
+        return 7
+
+    for step in range(2000):  # 2,000 backwards over 2 s: drawn at 1.0, 1.5 and 2.0 s
+        now[0] = step / 1000
+        status.update(step, missing)
+    now[0] = 2.0
+    status.update(2000, missing)
+    assert asked == [1.0, 1.5, 2.0]
+
+
 def test_script_output_erases_the_status_line_and_holds_it_back(monkeypatch):
     now = [5.0]
     terminal, script_out = io.StringIO(), io.StringIO()
     monkeypatch.setattr(sys, "stdout", script_out)
     status = StatusLine(terminal, delay=0.0, interval=0.0, quiet=1.0, clock=lambda: now[0])
     with sharing_terminal(status):
-        status.update(1, 0)
+        status.update(1, lambda: 0)
         print("epoch 1", 0.5)
         assert script_out.getvalue() == "epoch 1 0.5\n"  # unchanged, through the stand-in
         assert terminal.getvalue().endswith("so far\r\x1b[K")  # erased before the script wrote
-        status.update(2, 0)
+        status.update(2, lambda: 0)
         assert "2 backward calls" not in terminal.getvalue()  # the script spoke less than 1 s ago
         now[0] = 6.5
         sys.stdout.write("loss: ")
         now[0] = 8.0
-        status.update(3, 0)
+        status.update(3, lambda: 0)
         assert "3 backward calls" not in terminal.getvalue()  # never over a half-written line
         sys.stdout.write("0.25\n")
         now[0] = 9.5
-        status.update(4, 1)
+        status.update(4, lambda: 1)
         assert terminal.getvalue().endswith("4 backward calls, 1 tensor without a gradient so far")
     assert sys.stdout is script_out
     assert terminal.getvalue().endswith("so far\r\x1b[K")

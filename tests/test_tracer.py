@@ -258,7 +258,7 @@ def test_a_progress_listener_hears_each_backward_with_the_tensors_still_missing(
     kept a gradient from that none has reached since."""
     heard = []
     tracer = trace()
-    tracer.on_progress = lambda calls, missing: heard.append((calls, missing))
+    tracer.on_progress = lambda calls, missing: heard.append((calls, missing()))
     with tracer:
         w = torch.randn(3, requires_grad=True)
         b = torch.randn(3, requires_grad=True)

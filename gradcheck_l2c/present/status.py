@@ -41,12 +41,14 @@ class StatusLine:
         self._line_free = True  # the script's last output ended its line
         self._shown = False
 
-    def update(self, backward_count: int, n_missing: int) -> None:
-        """Redraw the line if the time has come and the terminal line is free."""
+    def update(self, backward_count: int, missing: Callable[[], int]) -> None:
+        """Redraw the line if the time has come and the terminal line is free; ``missing`` counts the tensors without a
+        gradient so far, asked only then (the count walks every tensor a cut kept a gradient from)."""
         now = self.clock()
         if now < self._next_draw or not self._line_free:
             return
         self._next_draw = now + self.interval
+        n_missing = missing()
         calls = "call" if backward_count == 1 else "calls"
         tensors = "tensor" if n_missing == 1 else "tensors"
         text = f"gradcheck-l2c: {backward_count} backward {calls}, {n_missing} {tensors} without a gradient so far"

@@ -50,6 +50,8 @@ class Arrivals:
             self.registry.together = steady, backwards  # with those that get steady below, reached now too
         if not steady:
             rest = keys
+        elif len(keys) - len(steady) == 1:  # one new (a fresh leaf beside a model's parameters): no walk of them all
+            rest = keys - steady
         elif len(steady) < len(keys):
             rest = [key for key in keys if key not in steady]  # in the set's own order: events keep theirs
         else:

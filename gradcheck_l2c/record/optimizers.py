@@ -45,12 +45,25 @@ class OptimizerRecord:
     scheduler_steps: int = 0  # and how often user code stepped that schedule meanwhile
     step_order: int = -1  # when, on the trace's count of steps
     first_step_backwards: int = -1  # the trace's count of backward calls at its first step
-    marked: tuple[int, int] = (-1, -1)  # (watched tensors, param groups) when its parameters were last marked
+    marked: tuple[int, tuple] = (0, ())  # (watched tensors, its groups' layout) when last looked at (`unmarked`)
     created: int = 0  # the count of steps when it was built
     reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
     plain_leaves: bool = False  # it holds tensors the script made with requires_grad=True (no Parameters)
     _refs: dict[int, weakref.ref] = field(default_factory=dict)  # id -> the parameter (ids of dead ones are reused)
     _groups: int = -1
+
+    def unmarked(self, optimizer: Any, registry: WatchRegistry) -> list[Watched]:
+        """The watched tensors it holds that may not be marked yet: while each group's parameter list stays the same
+        list of the same length, only those watched since the last look (a loop that makes a fresh leaf at every step
+        would otherwise walk every parameter at every step); else all of them, read anew."""
+        layout = tuple((id(params), len(params)) for params in (group["params"] for group in optimizer.param_groups))
+        watched_now, (watched_then, layout_then) = len(registry.all), self.marked
+        self.marked = watched_now, layout
+        if layout == layout_then:
+            return [w for w in registry.all[watched_then:watched_now] if (t := w.ref()) is not None and self.holds(t)]
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        self.params = [weakref.ref(p) for p in params]
+        return [w for w in map(registry.get, params) if w is not None]
 
     def holds(self, tensor: torch.Tensor) -> bool:
         """Whether it holds ``tensor``, counting groups added later with ``add_param_group`` (one lookup: a model of
@@ -178,18 +191,10 @@ class OptimizerLog:
             self.records.append(record)
             self.live.pop(id(optimizer), None)  # live in the order they were made, as `records`
             self.live[id(optimizer)] = record
-        now = (len(self.registry.all), len(optimizer.param_groups))
-        if record.marked != now:  # something new to mark since the last time
-            record.marked = now
-            params = [p for group in optimizer.param_groups for p in group["params"]]
-            record.params = [weakref.ref(p) for p in params]
-            get = self.registry.get
-            for param in params:
-                watched = get(param)
-                if watched is not None:
-                    watched.optimized = True
-                    record.keys.add(watched.key)
-                    record.plain_leaves = record.plain_leaves or (watched.user_leaf and not watched.is_parameter)
+        for watched in record.unmarked(optimizer, self.registry):
+            watched.optimized = True
+            record.keys.add(watched.key)
+            record.plain_leaves = record.plain_leaves or (watched.user_leaf and not watched.is_parameter)
         return record
 
     def lone_backward(self, frame: Any, reached: set[int]) -> None:

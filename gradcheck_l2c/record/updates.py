@@ -106,6 +106,7 @@ class UpdateLog:
 
     def __init__(self) -> None:
         self._pending: dict[int, _Pending] = {}
+        self._looking: set[int] = set()  # pending keys seen unchanged fewer than _LOOKS times: each step looks at these
         self._zero_read: set[int] = set()  # pending keys whose step read a zero gradient: backwards look at them
         self._settled: set[int] = set()  # keys whose values changed
         self.found: list[Unchanged] = []  # filled by `compare` at the end of the trace
@@ -169,6 +170,7 @@ class UpdateLog:
         zero_grad = _zero_grad(tensor)
         self._pending[key] = _Pending(weakref.ref(tensor), fingerprint(tensor), type(optimizer).__name__, site,
                                       zero_lr, zero_grad)
+        self._looking.add(key)
         if zero_grad:
             self._zero_read.add(key)
 
@@ -199,10 +201,8 @@ class UpdateLog:
     def step(self, optimizer: Any, keys: set[int]) -> None:
         """A step of ``optimizer`` (holding ``keys``) is about to run: the parameters it stepped before and
         that were not seen to change are looked at now, and a nonzero learning rate is noted."""
-        pending = self._pending
-        if not pending:
-            return
-        waiting = [key for key in keys if key in pending and pending[key].looks < self._LOOKS]
+        pending, looking = self._pending, self._looking
+        waiting = [key for key in looking if key in keys]  # not a walk of every parameter at every step
         if not waiting:
             return
         lrs = {id(p): _lr_is_zero(group) for group in optimizer.param_groups for p in group["params"]}
@@ -213,9 +213,12 @@ class UpdateLog:
                 continue
             if not torch.equal(fingerprint(tensor), entry.before):
                 del pending[key]
+                looking.discard(key)
                 self._settled.add(key)
                 continue
             entry.looks += 1
+            if entry.looks >= self._LOOKS:
+                looking.discard(key)
             entry.lr_always_zero = entry.lr_always_zero and lrs.get(id(tensor), True)
             entry.grad_always_zero = entry.grad_always_zero and _zero_grad(tensor)
             if entry.grad_always_zero and entry.fed is not None:

@@ -7,8 +7,11 @@ import tracemalloc
 import weakref
 
 import torch
+from torch import nn
 
 from gradcheck_l2c import trace
+from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.watch import WatchSpec
 
 
 def train(steps: int, freed: list[weakref.ref]) -> list[float]:
@@ -58,3 +61,32 @@ def test_a_freed_leaf_leaves_only_its_record_behind() -> None:
     kept = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     assert kept / 4000 < 500
     assert len(traced.watched) == 4200 and all(w.got_grad for w in traced.watched)
+
+
+def test_the_tensors_an_optimizer_holds_are_marked_however_late_they_are_watched() -> None:
+    """A step marks the watched tensors its optimizer holds; between steps, only tensors watched since are looked at
+    (a fresh leaf made at every step must not walk every parameter at every step), and a parameter list that grew or
+    a group added makes it look at them all again."""
+    state = TraceState(WatchSpec())
+    registry, log = state.registry, state.optimizers
+    a, b, c, d = (nn.Parameter(torch.ones(2)) for _ in range(4))
+    optimizer = torch.optim.SGD([a, b], lr=0.1)
+    registry.watch_leaf(a, None)
+    log.record_for(optimizer, None)
+    fresh = torch.ones(2, requires_grad=True)
+    registry.watch_leaf(fresh, None, user_leaf=True)  # not the optimizer's
+    registry.watch_leaf(b, None)  # watched after the optimizer's first step
+    registry.watch_leaf(c, None)
+    registry.watch_leaf(d, None)
+
+    def marked() -> set[int]:
+        record = log.record_for(optimizer, None)
+        assert {w.key for w in registry.all if w.optimized} == record.keys
+        return record.keys
+
+    assert marked() == {registry.key_of(a), registry.key_of(b)}
+    optimizer.param_groups[0]["params"].append(c)  # the same group, one more parameter
+    assert marked() == {registry.key_of(a), registry.key_of(b), registry.key_of(c)}
+    optimizer.add_param_group({"params": [d]})
+    assert marked() == {registry.key_of(t) for t in (a, b, c, d)}
+    assert not registry.get(fresh).optimized

@@ -29,7 +29,7 @@ import torch
 from torch.utils.hooks import RemovableHandle
 
 from gradcheck_l2c.record.torch_internals import (functions_off, grad_marks, grads_changed, has_post_accumulate_hooks,
-                                                  hook_first, hooked_or_gone, poll_marks, stack_length)
+                                                  hook_first, hooked_or_gone, stack_length)
 
 
 class _Unhooked:
@@ -166,18 +166,16 @@ def _mark_polled(registry: Any, polling: Polling) -> None:
         polling.joining.clear()
     polled = polling.polled
     tensors = [watched.ref() for watched in polled]
-    marks = poll_marks(tensors)  # in one pass, when none is gone or hooked
-    if marks is None:
-        dropped = hooked_or_gone(tensors)
+    dropped = hooked_or_gone(tensors)
+    if dropped:
         for index in dropped:
             if tensors[index] is not None:
                 hook(registry, polled[index], tensors[index])
         drop = set(dropped)
         polled[:] = [watched for index, watched in enumerate(polled) if index not in drop]
         tensors = [tensor for index, tensor in enumerate(tensors) if index not in drop]
-        marks = grad_marks(tensors)
     if polled:
-        polling.marks = list(polled), tensors, marks
+        polling.marks = list(polled), tensors, grad_marks(tensors)
 
 
 def _live(watched_leaves: list[Any]) -> Iterator[tuple[Any, torch.Tensor]]:

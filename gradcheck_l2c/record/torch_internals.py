@@ -223,19 +223,6 @@ def grads_changed(tensors: list[torch.Tensor], marks: list[tuple[Any, int]]) -> 
                 if (grad := tensor.grad) is not None and (grad is not old or version(grad) != count)]
 
 
-def poll_marks(tensors: list[torch.Tensor | None]) -> list[tuple[Any, int]] | None:
-    """`grad_marks` of leaves that are all alive and without a post-accumulate-grad hook, in one pass; None when one
-    is gone or hooked (`hooked_or_gone` then tells which)."""
-    with functions_off():
-        marks = []
-        for tensor in tensors:
-            if tensor is None or tensor._post_accumulate_grad_hooks:
-                return None
-            grad = tensor.grad
-            marks.append(NO_GRAD if grad is None else (grad, version(grad)))
-        return marks
-
-
 def hooked_or_gone(tensors: list[torch.Tensor | None]) -> list[int]:
     """The positions of the leaves that are gone (None) or carry a post-accumulate-grad hook."""
     return [index for index, tensor in enumerate(tensors) if tensor is None or tensor._post_accumulate_grad_hooks]

@@ -61,21 +61,24 @@ class OptimizerRecord:
         self.marked = watched_now, layout
         if layout == layout_then:
             return [w for w in registry.all[watched_then:watched_now] if (t := w.ref()) is not None and self.holds(t)]
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-        self.params = [weakref.ref(p) for p in params]
-        return [w for w in map(registry.get, params) if w is not None]
+        return [w for w in map(registry.get, self._read(optimizer)) if w is not None]
 
     def holds(self, tensor: torch.Tensor) -> bool:
         """Whether it holds ``tensor``, counting groups added later with ``add_param_group`` (one lookup: a model of
         thousands of parameters asks for each)."""
         optimizer = self.optimizer()
         if optimizer is not None and len(optimizer.param_groups) != self._groups:
-            params = [p for group in optimizer.param_groups for p in group["params"]]
-            self.params = [weakref.ref(p) for p in params]
-            self._refs = {id(p): ref for p, ref in zip(params, self.params)}
-            self._groups = len(optimizer.param_groups)
+            self._read(optimizer)
         ref = self._refs.get(id(tensor))
         return ref is not None and ref() is tensor
+
+    def _read(self, optimizer: Any) -> list[torch.Tensor]:
+        """The parameters ``optimizer`` holds now, remembered (weakly) for `holds` and the judge."""
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        self.params = [weakref.ref(p) for p in params]
+        self._refs = {id(p): ref for p, ref in zip(params, self.params)}
+        self._groups = len(optimizer.param_groups)
+        return params
 
 
 def note_sources(record: OptimizerRecord, frame: Any, registry: WatchRegistry) -> None:

@@ -87,6 +87,11 @@ def test_the_tensors_an_optimizer_holds_are_marked_however_late_they_are_watched
     assert marked() == {registry.key_of(a), registry.key_of(b)}
     optimizer.param_groups[0]["params"].append(c)  # the same group, one more parameter
     assert marked() == {registry.key_of(a), registry.key_of(b), registry.key_of(c)}
+    e = nn.Parameter(torch.ones(2))
+    optimizer.param_groups[0]["params"].append(e)
+    assert marked() == {registry.key_of(a), registry.key_of(b), registry.key_of(c)}  # not watched yet
+    registry.watch_leaf(e, None)  # watched only after the list grew: found among the tensors watched since
+    assert registry.key_of(e) in marked()
     optimizer.add_param_group({"params": [d]})
-    assert marked() == {registry.key_of(t) for t in (a, b, c, d)}
+    assert marked() == {registry.key_of(t) for t in (a, b, c, d, e)}
     assert not registry.get(fresh).optimized

@@ -42,8 +42,8 @@ from gradcheck_l2c.record import wrappers
 from gradcheck_l2c.record.bypass import ModuleBypass
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import (DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, is_compiling, own_parameters,
-                                                  run_past)
+from gradcheck_l2c.record.torch_internals import (DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, functions_off, is_compiling,
+                                                  own_parameters, run_past)
 
 #: torch's gradient clipping, run past the interceptor like torch's optimizer steps: ~10% of a transformer's step.
 GRADIENT_CLIPPING = tuple((owner, name) for owner in (torch.nn.utils, torch.nn.utils.clip_grad)
@@ -168,13 +168,15 @@ class Patches:
                 state.events.record("module_in_forward", -1, user_site(1), type(module).__name__, outer=outer)
             return
         state.registry.add_module(module)
-        state.registry.watch_leaf(param, user_site(1), owner=(module, name))
+        with functions_off():  # the tool's reads of the parameter, past the interceptor: not the script's
+            state.registry.watch_leaf(param, user_site(1), owner=(module, name))
         state.registry.user_leaves.pop(id(param), None)  # a module's parameter, used by name in forward
 
     def _on_buffer(self, module: nn.Module, name: str, buffer: Any) -> None:
         """``register_buffer`` given a tensor that requires grad (a Parameter): parameters() will not hold it."""
-        if isinstance(buffer, torch.Tensor) and buffer.requires_grad and self.state.scope.in_trace_thread():
-            self.state.unregistered.buffered(self.state.registry, module, name, buffer, user_site(1))
+        with functions_off():  # the tool's read of the buffer, past the interceptor
+            if isinstance(buffer, torch.Tensor) and buffer.requires_grad and self.state.scope.in_trace_thread():
+                self.state.unregistered.buffered(self.state.registry, module, name, buffer, user_site(1))
 
     def _enter_module(self, module: nn.Module, args: Any) -> None:
         """Track which module's forward runs, so drawn nodes can be grouped by module (not while dynamo

@@ -31,7 +31,7 @@ from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import innermost_mode_is, is_compiling, pop_mode, push_mode
+from gradcheck_l2c.record.torch_internals import functions_off, innermost_mode_is, is_compiling, pop_mode, push_mode
 from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.warning_sites import untraced_target
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -44,26 +44,27 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
         param = original(cls, data, requires_grad)
         if not state.scope.in_trace_thread():
             return param
-        site = user_site(1)
-        created, ident = state.registry.created, id(param)
-        built = built_at(1) if state.clock.optimizers else None
-        created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site,
-                          state.clock.optimizers, built, built is not None and binds_name(built))
-        if caller_is_user(1):  # written by the user, not made inside a torch layer
-            wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None
-            if wrapped is not None:  # nn.Parameter(torch.ones(..., requires_grad=True)): the same values, no cut
-                wrapped.replaced = True
-            elif isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
-                state.cuts.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
-            state.registry.watch_leaf(param, site, user_leaf=True)
-            state.unregistered.made_by(state.registry.key_of(param), constructing_module(sys._getframe(1)))
-            if inside_forward(sys._getframe(1)) is not None:
-                state.registry.get(param).made_in_forward = True  # lazily, at a module's first call
-        elif "__deepcopy__" in library_callers(1):
-            state.taints.mark(param, state.taints.get(data))  # a copy is a new leaf of its own, not a cut
-            state.registry.watch_leaf(param, site)
-        elif isinstance(data, torch.Tensor):
-            state.cuts.reparametrised(data)  # weight_norm, spectral_norm, parametrize: judged through param
+        with functions_off():  # the tool's reads of these tensors, past the interceptor: not the script's
+            site = user_site(1)
+            created, ident = state.registry.created, id(param)
+            built = built_at(1) if state.clock.optimizers else None
+            created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site,
+                              state.clock.optimizers, built, built is not None and binds_name(built))
+            if caller_is_user(1):  # written by the user, not made inside a torch layer
+                wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None
+                if wrapped is not None:  # nn.Parameter(torch.ones(..., requires_grad=True)): same values, no cut
+                    wrapped.replaced = True
+                elif isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
+                    state.cuts.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
+                state.registry.watch_leaf(param, site, user_leaf=True)
+                state.unregistered.made_by(state.registry.key_of(param), constructing_module(sys._getframe(1)))
+                if inside_forward(sys._getframe(1)) is not None:
+                    state.registry.get(param).made_in_forward = True  # lazily, at a module's first call
+            elif "__deepcopy__" in library_callers(1):
+                state.taints.mark(param, state.taints.get(data))  # a copy is a new leaf of its own, not a cut
+                state.registry.watch_leaf(param, site)
+            elif isinstance(data, torch.Tensor):
+                state.cuts.reparametrised(data)  # weight_norm, spectral_norm, parametrize: judged through param
         return param
 
     return new
@@ -84,25 +85,26 @@ def optimizer_init(state: TraceState, original: Callable[..., Any],
         if not state.scope.in_trace_thread():
             return
         quiet_steps(type(optimizer))
-        others = [other for other in state.optimizers.live.values() if other.optimizer() is not None]
-        state.clock.optimizers += 1
-        record = state.optimizers.record_for(optimizer, user_site(1))
-        record.created, record.ordinal = state.clock.steps, state.clock.optimizers
-        frame = user_frame(1)
-        if frame is not None:
-            note_sources(record, frame, state.registry)
-        for ref in record.params:
-            param = ref()
-            if param is not None and not param.requires_grad:
-                state.unregistered.plain_attribute(state.registry, param, record.site)
-        for other in others:
+        with functions_off():  # the tool's reads of the parameters, past the interceptor
+            others = [other for other in state.optimizers.live.values() if other.optimizer() is not None]
+            state.clock.optimizers += 1
+            record = state.optimizers.record_for(optimizer, user_site(1))
+            record.created, record.ordinal = state.clock.steps, state.clock.optimizers
+            frame = user_frame(1)
+            if frame is not None:
+                note_sources(record, frame, state.registry)
             for ref in record.params:
                 param = ref()
-                key = state.registry.key_of(param)
-                if key is not None and other.holds(param):
-                    # judged at the end: a warning only if both then step it (rebinding is silent)
-                    state.events.record("optimizer", key, record.site, record.name, first=other.name,
-                                        records=(other, record))
+                if param is not None and not param.requires_grad:
+                    state.unregistered.plain_attribute(state.registry, param, record.site)
+            for other in others:
+                for ref in record.params:
+                    param = ref()
+                    key = state.registry.key_of(param)
+                    if key is not None and other.holds(param):
+                        # judged at the end: a warning only if both then step it (rebinding is silent)
+                        state.events.record("optimizer", key, record.site, record.name, first=other.name,
+                                            records=(other, record))
 
     return init
 
@@ -131,11 +133,12 @@ def module_setattr(state: TraceState, original: Callable[..., Any],
                     site = user_site(1)
                     assigned[(id(module), name)] = (weakref.ref(module), site)
                     if kind is torch.Tensor:
-                        state.unregistered.assigned(module, value)
-                        if value.is_inference():
-                            state.origins.stored(value, site)
-                        elif value.grad_fn is not None:
-                            state.origins.kept(value, site)
+                        with functions_off():  # the tool's reads of the tensor, past the interceptor
+                            state.unregistered.assigned(module, value)
+                            if value.is_inference():
+                                state.origins.stored(value, site)
+                            elif value.grad_fn is not None:
+                                state.origins.kept(value, site)
                 else:
                     # after an optimizer was built, with the frames on the way (`WatchRegistry.joined`)
                     placed[id(value)] = (user_site(1), id(module), user_stack(1) if state.clock.optimizers else ())

@@ -89,7 +89,7 @@ def watch_arrivals(registry: Any, watched: Any, tensor: torch.Tensor, user_leaf:
     """A leaf starts being watched: hook it, or, for a user's plain leaf without gradient or hooks yet, wait."""
     if user_leaf and not watched.is_parameter and tensor.grad is None and not has_post_accumulate_hooks(tensor):
         watched.hook = WAITING
-        registry.unhooked.append(watched.key)
+        registry.unhooked.append(watched)
     else:
         hook(registry, watched, tensor)
 
@@ -103,22 +103,29 @@ def backward_starts(registry: Any) -> None:
     if not polling.running and polling.on and (polling.polled or polling.joining):
         _mark_polled(registry, polling)
     checking, outlived, unhooked = registry.checking, registry.outlived, registry.unhooked
+    # each list is walked in place (a leaf or two at each backward): a leaf still waiting is alive with ``WAITING``
     if checking:
-        for watched, tensor in _waiting(registry, checking):
-            if tensor.grad is not None:
-                registry.arrived.append(watched.key)
-            hook(registry, watched, tensor)
+        for watched in checking:
+            tensor = watched.ref()
+            if tensor is not None and watched.hook is WAITING:
+                if tensor.grad is not None:
+                    registry.arrived.append(watched.key)
+                hook(registry, watched, tensor)
         checking.clear()
     if outlived:
-        for watched, tensor in _waiting(registry, outlived):
-            hook(registry, watched, tensor)
+        for watched in outlived:
+            tensor = watched.ref()
+            if tensor is not None and watched.hook is WAITING:
+                hook(registry, watched, tensor)
         outlived.clear()
     if unhooked:
-        for watched, tensor in _waiting(registry, unhooked):
-            if tensor.grad is None and not has_post_accumulate_hooks(tensor):
-                checking.append(watched.key)
-            else:
-                hook(registry, watched, tensor)
+        for watched in unhooked:
+            tensor = watched.ref()
+            if tensor is not None and watched.hook is WAITING:
+                if tensor.grad is None and not has_post_accumulate_hooks(tensor):
+                    checking.append(watched)
+                else:
+                    hook(registry, watched, tensor)
         unhooked.clear()
     polling.running += 1  # last: `backward_ended` runs only for a backward that got past this
 
@@ -135,10 +142,12 @@ def backward_ended(registry: Any) -> None:
         registry.arrived.extend(polled[index].key for index in grads_changed(tensors, marks))
     checking = registry.checking
     if checking:
-        for watched, tensor in _waiting(registry, checking):
-            if tensor.grad is not None:
-                registry.arrived.append(watched.key)
-            registry.outlived.append(watched.key)
+        for watched in checking:
+            tensor = watched.ref()
+            if tensor is not None and watched.hook is WAITING:
+                if tensor.grad is not None:
+                    registry.arrived.append(watched.key)
+                registry.outlived.append(watched)
         checking.clear()
 
 
@@ -186,26 +195,17 @@ def _live(watched_leaves: list[Any]) -> Iterator[tuple[Any, torch.Tensor]]:
             yield watched, tensor
 
 
-def _waiting(registry: Any, keys: list[int]) -> Iterator[tuple[Any, torch.Tensor]]:
-    """The watched leaves of ``keys`` still alive and still waiting for their hook, with their tensors."""
-    for key in keys:
-        watched = registry.all[key]
-        tensor = watched.ref()
-        if tensor is not None and watched.hook is WAITING:
-            yield watched, tensor
-
-
 def run_elsewhere(registry: Any, run: Callable[[], Any]) -> Any:
     """Run a backward of a thread the trace does not cover: the waiting leaves it gives their first gradient, and the
     polled leaves whose gradient it sets or writes into, are noted as arrived, as their hooks would have noted them
     there. The traced thread's lists are only read (it may be walking them now), and the waiting leaves only weakly
     held."""
     bare = []
-    for key in [*registry.checking, *registry.outlived, *registry.unhooked]:
-        ref = registry.all[key].ref
+    for watched in [*registry.checking, *registry.outlived, *registry.unhooked]:
+        ref = watched.ref
         tensor = ref()
         if tensor is not None and tensor.grad is None:
-            bare.append((key, ref))
+            bare.append((watched.key, ref))
         del tensor
     polled = list(_live(list(registry.polling.polled)))
     tensors = [tensor for _, tensor in polled]

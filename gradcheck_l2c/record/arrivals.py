@@ -65,7 +65,7 @@ class Arrivals:
                 watched.ever_grad, watched.first_reached = True, backwards
                 if not (optimizers.live and optimizers.holding(key)) and not watched.grad_used:
                     self.taints.settle(key)  # else once a step finds its gradient
-                if watched.is_parameter or watched.user_leaf:
+                if optimizers.records and (watched.is_parameter or watched.user_leaf):
                     optimizers.first_gradient(watched)
             if watched.zero_checks < 2 and not watched.nonzero_grad:
                 line = id(watched.site) if watched.user_leaf and watched.site is not None else None

@@ -213,4 +213,4 @@ class Interceptor(TorchFunctionMode):
         called it (the caller of `__torch_function__`)."""
         site = user_caller_site(2)
         if site is not None:
-            self.state.registry.watch_leaf(leaf, site, user_leaf=True)
+            self.state.registry.watch_made_leaf(leaf, site)

@@ -195,9 +195,9 @@ def _compiled_site(frame: FrameType | None, user: FrameType) -> Site | None:
 StackEntry = tuple[int, CodeType, Site]
 
 
-def _user_frames(frame: FrameType | None) -> list[FrameType]:
+def _user_frames(frame: FrameType | None, places: list[int] | None = None) -> list[FrameType]:
     """The user frames from ``frame`` outwards, innermost first (one walk of the stack, down to the frame that runs
-    the script when the tool runs it; lookups by file name)."""
+    the script when the tool runs it; lookups by file name); ``places`` gets each one's code id and instruction."""
     found = []
     kinds, floor = _kinds, _floor
     while frame is not None:
@@ -210,6 +210,8 @@ def _user_frames(frame: FrameType | None) -> list[FrameType]:
             kind = frame_kind(filename)
         if kind == USER:
             found.append(frame)
+            if places is not None:
+                places += (id(code), frame.f_lasti)
         frame = frame.f_back
     return found
 
@@ -228,11 +230,9 @@ _stacks: dict[tuple[int, ...], tuple[tuple[CodeType, ...], tuple[Site, ...]]] = 
 def user_stack_sites(depth: int = 1) -> tuple[Site | None, tuple[Site, ...]]:
     """The innermost user line above the caller, as `user_site` tells it, and the line of every user frame above
     it, innermost first: one walk of the stack for both (a backward reads them at every step)."""
-    frames = _user_frames(sys._getframe(depth + 1))
-    parts: list[int] = []
-    for frame in frames:
-        parts += (id(frame.f_code), frame.f_lasti)
-    key = tuple(parts)
+    places: list[int] = []
+    frames = _user_frames(sys._getframe(depth + 1), places)
+    key = tuple(places)
     entry = _stacks.get(key)
     if entry is None:
         if len(_stacks) >= 4096:

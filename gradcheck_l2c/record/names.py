@@ -42,8 +42,17 @@ def resolve_names(registry: WatchRegistry) -> None:
     for module, _ in live:
         if id(module) not in inner:
             _note_structure(registry, module)
+    by_line: dict[Any, tuple[str, tuple[str, ...]]] = {}  # the names of a gone leaf known by its line alone
     for watched in registry.unsettled():
         tensor = watched.ref()
+        if tensor is None and not (watched.name or watched.aliases or watched.variable) and watched.owner is None \
+                and watched.site is not None:  # a loop's fresh leaf, gone before a discovery saw it: named by line
+            named = by_line.get(watched.site)
+            if named is None:
+                name = registry.shared(_fallback_name(watched))
+                named = by_line[watched.site] = name, registry.shared((name,))
+            watched.name, watched.aliases = named
+            continue
         names = qualified.get(id(tensor), []) if tensor is not None else []
         if names:
             watched.name = names[0]
@@ -69,14 +78,15 @@ def name_lines_alike(registry: WatchRegistry) -> None:
     for watched in registry.all:
         if watched.user_leaf and watched.owner is None and watched.site is not None:
             lines.setdefault(watched.site, []).append(watched)
-    for leaves in lines.values():
+    for site, leaves in lines.items():
         variables = {watched.variable for watched in leaves if watched.variable}
         if len(leaves) < ALIKE or len(variables) != 1:
             continue
         variable = variables.pop()
+        line_name = _line_name(site.file, site.line)  # the name of each leaf here without owner or variable
         renamed: dict[tuple[str, ...], tuple[str, ...]] = {}  # aliases -> the same led by the variable (shared)
         for watched in leaves:
-            if watched.variable is None and watched.name == _fallback_name(watched):
+            if watched.variable is None and watched.name == line_name:
                 watched.variable = watched.name = variable
                 aliases = renamed.get(watched.aliases)
                 if aliases is None:

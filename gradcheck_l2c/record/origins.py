@@ -99,10 +99,16 @@ class Origins:
         if keep_graph:
             return None
         newest = -1
-        for node in _nodes(roots):
-            number = sequence_nr(node)
-            if number is not None and number > newest:
+        if type(roots) is tuple and len(roots) == 1 and type(roots[0]) is Tensor:  # one loss, the common backward
+            node = roots[0].grad_fn
+            number = sequence_nr(node) if node is not None else None
+            if number is not None:
                 newest = number
+        else:
+            for node in _nodes(roots):
+                number = sequence_nr(node)
+                if number is not None and number > newest:
+                    newest = number
         if newest < 0:
             return None
         return (newest, *(called_from or user_stack_sites(1)))

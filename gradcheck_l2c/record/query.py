@@ -33,13 +33,14 @@ from gradcheck_l2c.record.gradstats import GradSeries, GradStats
 from gradcheck_l2c.record.nonfinite import NanWatch, NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.scope import Clock, Scope
+from gradcheck_l2c.record.selection import selected
 from gradcheck_l2c.record.source_sites import module_site
 from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.terms import TakenGradient, TermLog
 from gradcheck_l2c.record.gradient_use import UnreadBackward
 from gradcheck_l2c.record.updates import Unchanged
 from gradcheck_l2c.record.unregistered import UnregisteredLog
-from gradcheck_l2c.record.watch import WatchRegistry, selected
+from gradcheck_l2c.record.watch import WatchRegistry
 from gradcheck_l2c.record.writes import WriteLog
 
 

@@ -9,6 +9,8 @@ the parts; the judge reads them only through `query.TraceRecord`.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 import torch
@@ -26,6 +28,7 @@ from gradcheck_l2c.record.names import name_lines_alike, resolve_names
 from gradcheck_l2c.record.nonfinite import NanWatch
 from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.origins import Origins
+from gradcheck_l2c.record.placements import joined, placements
 from gradcheck_l2c.record.query import TraceRecord
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock, Scope
@@ -64,7 +67,8 @@ class TraceState:
                                      self.unregistered, self.terms, self.clock, self.discover)
         self.failures = FailureRecorder(self.registry, self.taints, self.events, self.writes, self.optimizers,
                                         self.cuts, self.backwards, self.discover)
-        self.taints.on_settle.append(lambda key: self.events.settle(key, self.backwards.missed, self.taints))
+        self.taints.on_settle.append(functools.partial(self.events.settle, missed=self.backwards.missed,
+                                                       taints=self.taints))
         self.origins = Origins()
         self.errors = ErrorRecorder(self.registry, self.origins, self.scope)
         self._word_failure = word_failure
@@ -135,11 +139,11 @@ class TraceState:
         self.terms.resolve(self.optimizers.stepped_since)
         self.updates.compare()
         self.optimizers.left_out.end(self.optimizers.records)
-        placements = self.registry.placements
-        for watched in self.registry.all:
-            watched.placed = placements(watched) if watched.owner is not None else []  # held by no module: none
+        registry = self.registry
+        for watched in registry.all:
+            watched.placed = placements(registry, watched) if watched.owner is not None else []  # held by no module
             if watched.built_at is not None:
-                watched.joined = self.registry.joined(watched)
+                watched.joined = joined(registry, watched)
 
     def end(self) -> None:
         """Remove the hooks on watched tensors (the trace stops)."""

@@ -5,8 +5,6 @@ How each one's gradient arrival is noted is `arrival_hooks.py`'s job (a post-acc
 """
 from __future__ import annotations
 
-import fnmatch
-import functools
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
@@ -69,7 +67,7 @@ class Watched:
     born: int = 0  # backward calls seen before it was watched
     gone_unused: bool = False  # freed before the first backward ran (a model replaced before training began)
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
-    placed: Sequence[tuple[int, Site]] = ()  # `WatchRegistry.placements`, at the end
+    placed: Sequence[tuple[int, Site]] = ()  # `placements.placements`, at the end
     filled: bool = False  # values were copied into it without grad (load_state_dict, copy_)
     rebound: bool = False  # that line assigns a plain name (`model = Net()` again), not an attribute
     built_at: Site | None = None  # made after an optimizer: the line outside module constructors that asked
@@ -154,9 +152,9 @@ class WatchRegistry:
         self.arrived: list[int] = []  # keys whose gradient arrived during the backward running now
         # user leaves whose arrival hook waits (`arrival_hooks`): not yet through a backward, read from .grad when the
         # running one ends, and through one (the next backward hooks them)
-        self.unhooked: list[int] = []
-        self.checking: list[int] = []
-        self.outlived: list[int] = []
+        self.unhooked: list[Watched] = []
+        self.checking: list[Watched] = []
+        self.outlived: list[Watched] = []
         self.polling = Polling()  # leaves whose arrivals are read from .grad around each backward instead
         self.by_id: dict[int, Watched] = {}  # the live ones
         self.all: list[Watched] = []
@@ -213,8 +211,14 @@ class WatchRegistry:
                 existing.owner = owner_of(*owner)
                 self.changes += 1
             return existing
-        key = len(self.all)
+        owned = owner_of(*owner) if owner else None
+        watched = self._new(tensor, site, explicit)
+        watched.owner = owned
+        return watched
 
+    def _new(self, tensor: torch.Tensor, site: Site | None, explicit: bool) -> Watched:
+        """The record of a tensor not watched yet, under the next key; its weak reference forgets it when it dies."""
+        by_id, ident, key = self.by_id, id(tensor), len(self.all)
         user_leaves, died, everything = self.user_leaves, self.died, self.all
 
         def forget(_: Any, ident: int = ident, key: int = key) -> None:
@@ -230,16 +234,11 @@ class WatchRegistry:
 
         shared = self._shared.setdefault
         shape = tuple(tensor.shape)
-        watched = Watched(
-            key=key,
-            ref=weakref.ref(tensor, forget),
-            shape=shared(shape, shape),
-            site=site if site is None else shared((site.file, site.line, site.column), site),
-            is_parameter=is_parameter(tensor),
-            explicit=explicit,
-            owner=owner_of(*owner) if owner else None,
-        )
-        self.all.append(watched)
+        # by position (key, ref, shape, site, is_parameter, explicit): a loop may watch a fresh leaf at every step
+        watched = Watched(key, weakref.ref(tensor, forget), shared(shape, shape),
+                          site if site is None else shared((site.file, site.line, site.column), site),
+                          is_parameter(tensor), explicit)
+        everything.append(watched)
         by_id[ident] = watched
         self.changes += 1
         return watched
@@ -258,32 +257,6 @@ class WatchRegistry:
         """The first backward runs: what the script already dropped could never have learnt."""
         for watched in self.all:
             watched.gone_unused = watched.ref() is None
-
-    def placements(self, watched: Watched) -> list[tuple[int, Site]]:
-        """The module holding the tensor and its ancestors that user code set as attributes during the trace
-        (id, the line that set it), the holder first, up to the first one not set so."""
-        chain: list[tuple[int, Site]] = []
-        ident = watched.owner.holder if watched.owner is not None else None
-        while ident in self.placed and len(chain) < 64:
-            site, parent, _ = self.placed[ident]
-            if site is None:
-                break
-            chain.append((ident, site))
-            ident = parent
-        return chain
-
-    def joined(self, watched: Watched) -> Site | None:
-        """For a parameter made after an optimizer: the last line of the function that asked for it (its
-        ``built_at``) that set its module, or a module above it, into another (``model.set_head(head)``)."""
-        made, ident, found = watched.built_at, watched.owner.holder if watched.owner is not None else None, None
-        for _ in range(64):
-            if made is None or ident not in self.placed:
-                break
-            _, ident, stack = self.placed[ident]
-            for _, code, site in stack:
-                if site.file == made.file and site.line > made.line and made.line in _own_lines(code):
-                    found = site if found is None or site.line > found.line else found
-        return found
 
     def watch_leaf(self, tensor: torch.Tensor, site: Site | None, owner: tuple[nn.Module, str] | None = None,
                    explicit: bool = False, user_leaf: bool = False) -> None:
@@ -305,6 +278,20 @@ class WatchRegistry:
         if watched.hook is None:
             watched.born = self.clock.backwards
             watch_arrivals(self, watched, tensor, user_leaf)
+
+    def watch_made_leaf(self, tensor: torch.Tensor, site: Site) -> None:
+        """User code at ``site`` made ``tensor`` with ``requires_grad=True`` (a factory's new leaf): `watch_leaf` of a
+        user leaf, in one step for a tensor seen for the first time (a loop may make one at every step)."""
+        existing = self.by_id.get(id(tensor))
+        if (existing is not None and existing.ref() is tensor) or id(tensor) in self.created \
+                or not (tensor.requires_grad and tensor.is_leaf):
+            self.watch_leaf(tensor, site, user_leaf=True)
+            return
+        watched = self._new(tensor, site, False)
+        watched.user_leaf = True
+        self.user_leaves[id(tensor)] = watched.key
+        watched.born = self.clock.backwards
+        watch_arrivals(self, watched, tensor, True)
 
     def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
         """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is
@@ -339,12 +326,6 @@ class WatchRegistry:
         return alive
 
 
-@functools.lru_cache(maxsize=64)
-def _own_lines(code: Any) -> frozenset[int]:
-    """The lines whose statements a code object runs itself (not those of the functions it defines)."""
-    return frozenset(line for _, _, line in code.co_lines() if line is not None)
-
-
 def owner_of(module: nn.Module, attr: str) -> Owner:
     """How a watched tensor remembers the module attribute it sits on, even after the module is gone."""
     path = attr.rpartition(".")[0]
@@ -353,41 +334,3 @@ def owner_of(module: nn.Module, attr: str) -> Owner:
     except AttributeError:
         holder = module
     return Owner(weakref.ref(module), attr, type(module).__name__, id(module), id(holder))
-
-
-def matches(watched: Watched, pattern: str) -> bool:
-    """A pattern matches a tensor's full name, its name inside its module, or its variable name, each read
-    from any dot on: ``weight`` means every ``*.weight``, and a module's name (``fc2``) its whole subtree."""
-    return any(_matches_name(alias, pattern) for alias in watched.aliases)
-
-
-def _matches_name(name: str, pattern: str) -> bool:
-    parts = name.split(".")
-    for start in range(len(parts)):
-        tail = ".".join(parts[start:])
-        if fnmatch.fnmatchcase(tail, pattern) or fnmatch.fnmatchcase(tail, pattern + ".*"):
-            return True
-    return False
-
-
-def selected(registry: WatchRegistry, spec: WatchSpec) -> tuple[set[int], list[str]]:
-    """Keys of the tensors the user asked about, and the patterns that matched nothing."""
-    if not spec.narrowed:
-        return {w.key for w in registry.all}, []
-    keys: set[int] = set()
-    unmatched: list[str] = []
-    for pattern in spec.patterns:
-        hits = {w.key for w in registry.all if matches(w, pattern)}
-        if not hits:
-            unmatched.append(pattern)
-        keys |= hits
-    for tensor in spec.tensors:
-        key = registry.key_of(tensor)
-        if key is not None:
-            keys.add(key)
-    for module in spec.modules:
-        for param in module.parameters():
-            key = registry.key_of(param)
-            if key is not None:
-                keys.add(key)
-    return keys, unmatched

@@ -89,9 +89,7 @@ class Interceptor(TorchFunctionMode):
         if scope.quiet or is_compiling():
             return func(*args, **kwargs)
         plain = func in self.plain_ops
-        if plain:
-            handler = None
-        else:
+        if not plain:
             handler = self.handlers.get(func)
             if type(func) is FunctionType and (func is Tensor.backward or func is torch.autograd.backward):
                 # looked up by what they are named now, not in the table, built once per process (a script's wrapper
@@ -101,20 +99,20 @@ class Interceptor(TorchFunctionMode):
                 plain = True
                 if type(func) is not FunctionType and len(self.plain_ops) < _PLAIN_OPS:
                     self.plain_ops.add(func)
-        if handler is not None:
-            if handler not in PASSIVE_ON_PLAIN or not _is_grad_enabled() or requires_grad_in(args, kwargs):
-                self.noted += 1
-            try:
-                out = handler(self, func, args, kwargs)
-                if self.health is not None:
-                    self.health.handled(handler in _BACKWARDS, func, args, kwargs, out)
-                if self.grad_stats is not None and handler is on_backward:
-                    self.grad_stats.after_backward(args)
-                return out
-            except RuntimeError as error:
-                if handler not in _BACKWARDS:  # those were recorded as refused backwards
-                    self.state.op_failed(error, func, args, kwargs)
-                raise
+            if handler is not None:
+                if handler not in PASSIVE_ON_PLAIN or not _is_grad_enabled() or requires_grad_in(args, kwargs):
+                    self.noted += 1
+                try:
+                    out = handler(self, func, args, kwargs)
+                    if self.health is not None:
+                        self.health.handled(handler in _BACKWARDS, func, args, kwargs, out)
+                    if self.grad_stats is not None and handler is on_backward:
+                        self.grad_stats.after_backward(args)
+                    return out
+                except RuntimeError as error:
+                    if handler not in _BACKWARDS:  # those were recorded as refused backwards
+                        self.state.op_failed(error, func, args, kwargs)
+                    raise
         try:
             out = func(*args, **kwargs)
         except RuntimeError as error:

@@ -316,6 +316,7 @@ BACKWARD_FINGERPRINT = _fingerprint(TENSOR_BACKWARD.__code__, _autograd_backward
                                     torch.autograd._make_grads.__code__)
 BACKWARD_CHECKED = BACKWARD_FINGERPRINT in CHECKED_BACKWARDS
 _run_engine = torch.autograd.graph._engine_run_backward
+_Tensor, _ones_like, _PRESERVE = torch.Tensor, torch.ones_like, torch.preserve_format
 _functorch_on = torch._C._are_functorch_transforms_active
 _BACKWARD_KEYWORDS = frozenset(("gradient", "retain_graph", "create_graph", "inputs"))
 
@@ -328,12 +329,12 @@ def run_backward(func: Any, args: tuple, kwargs: dict) -> Any:
     pays it at every step). Only on a torch whose code for it was checked (`CHECKED_BACKWARDS`)."""
     if func is TENSOR_BACKWARD and BACKWARD_CHECKED and len(args) == 1 and kwargs.keys() <= _BACKWARD_KEYWORDS:
         tensor, retain = args[0], kwargs.get("retain_graph")
-        if (type(tensor) is torch.Tensor and kwargs.get("gradient") is None and kwargs.get("inputs") is None
+        if (type(tensor) is _Tensor and kwargs.get("gradient") is None and kwargs.get("inputs") is None
                 and kwargs.get("create_graph", False) is False and (retain is None or type(retain) is bool)
                 and torch.autograd.backward is _autograd_backward and tensor.requires_grad
                 and not has_torch_function_unary(tensor) and not tensor.is_nested
                 and tensor.dtype.is_floating_point and tensor.numel() == 1 and not _functorch_on()):
-            _run_engine((tensor,), (torch.ones_like(tensor, memory_format=torch.preserve_format),), bool(retain),
-                        False, (), allow_unreachable=True, accumulate_grad=True)
+            _run_engine((tensor,), (_ones_like(tensor, memory_format=_PRESERVE),), bool(retain), False, (),
+                        allow_unreachable=True, accumulate_grad=True)
             return None
     return func(*args, **kwargs)

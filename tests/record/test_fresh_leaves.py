@@ -125,3 +125,25 @@ def test_a_loop_that_turns_to_a_zero_derivative_op_has_the_cut_named(rounded_fro
     assert traced.findings
     assert all((f.kind, f.severity, f.line) == ("non_differentiable", "error", traced.findings[0].line)
                and "round" in f.message for f in traced.findings)
+
+
+def _noise(weight: torch.Tensor) -> torch.Tensor:
+    """A per-step leaf made in a helper: no user frame holds it in a variable when a backward runs."""
+    return torch.randn(4, requires_grad=True)
+
+
+def test_the_fresh_leaves_of_a_long_loop_are_named_by_their_variable_or_their_line() -> None:
+    """Most of a loop's leaves are gone before a discovery pass (every 50th backward) could see them: those of a
+    line whose other leaves a pass saw in a variable take that variable's name, the others their line's."""
+    torch.manual_seed(0)
+    weight = torch.randn(4, 4)
+    with trace(watch="x") as only_x, trace() as traced:
+        for _ in range(120):
+            x = torch.randn(4, requires_grad=True)
+            (weight @ (x + _noise(weight))).tanh().sum().backward()
+    line = _noise.__code__.co_firstlineno + 2
+    names = [w.name for w in traced.watched]
+    assert len(names) == 240 and names[0::2] == ["x"] * 120
+    assert set(names[1::2]) == {f"test_fresh_leaves.py:{line}"}
+    assert [w.name for w in only_x.watched] == ["x"] * 120  # each one's aliases lead with the variable
+    assert not traced.findings

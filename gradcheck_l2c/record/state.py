@@ -10,7 +10,6 @@ the parts; the judge reads them only through `query.TraceRecord`.
 from __future__ import annotations
 
 import functools
-
 from typing import Any, Callable
 
 import torch

@@ -211,4 +211,4 @@ class Interceptor(TorchFunctionMode):
         called it (the caller of `__torch_function__`)."""
         site = user_caller_site(2)
         if site is not None:
-            self.state.registry.watch_made_leaf(leaf, site)
+            self.state.registry.watch_leaf(leaf, site, user_leaf=True)

@@ -211,14 +211,7 @@ class WatchRegistry:
                 existing.owner = owner_of(*owner)
                 self.changes += 1
             return existing
-        owned = owner_of(*owner) if owner else None
-        watched = self._new(tensor, site, explicit)
-        watched.owner = owned
-        return watched
-
-    def _new(self, tensor: torch.Tensor, site: Site | None, explicit: bool) -> Watched:
-        """The record of a tensor not watched yet, under the next key; its weak reference forgets it when it dies."""
-        by_id, ident, key = self.by_id, id(tensor), len(self.all)
+        key = len(self.all)
         user_leaves, died, everything = self.user_leaves, self.died, self.all
 
         def forget(_: Any, ident: int = ident, key: int = key) -> None:
@@ -234,10 +227,11 @@ class WatchRegistry:
 
         shared = self._shared.setdefault
         shape = tuple(tensor.shape)
-        # by position (key, ref, shape, site, is_parameter, explicit): a loop may watch a fresh leaf at every step
+        # by position (key, ref, shape, site, is_parameter, explicit, user_leaf, owner): a loop may watch a fresh leaf
+        # at every step
         watched = Watched(key, weakref.ref(tensor, forget), shared(shape, shape),
                           site if site is None else shared((site.file, site.line, site.column), site),
-                          is_parameter(tensor), explicit)
+                          is_parameter(tensor), explicit, False, owner_of(*owner) if owner else None)
         everything.append(watched)
         by_id[ident] = watched
         self.changes += 1
@@ -278,20 +272,6 @@ class WatchRegistry:
         if watched.hook is None:
             watched.born = self.clock.backwards
             watch_arrivals(self, watched, tensor, user_leaf)
-
-    def watch_made_leaf(self, tensor: torch.Tensor, site: Site) -> None:
-        """User code at ``site`` made ``tensor`` with ``requires_grad=True`` (a factory's new leaf): `watch_leaf` of a
-        user leaf, in one step for a tensor seen for the first time (a loop may make one at every step)."""
-        existing = self.by_id.get(id(tensor))
-        if (existing is not None and existing.ref() is tensor) or id(tensor) in self.created \
-                or not (tensor.requires_grad and tensor.is_leaf):
-            self.watch_leaf(tensor, site, user_leaf=True)
-            return
-        watched = self._new(tensor, site, False)
-        watched.user_leaf = True
-        self.user_leaves[id(tensor)] = watched.key
-        watched.born = self.clock.backwards
-        watch_arrivals(self, watched, tensor, True)
 
     def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
         """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is

@@ -10,6 +10,8 @@ the backward's kernels evicted from the caches (the D1 misses column shows part 
 
     python benchmarks/machine_instructions.py [--workload fresh mlp] [--steps 1000] [--base 200] [--against REV]
 
+A step of ``l2c`` is a whole reference L2C run (2 rounds, 6 nodes): count it with ``--steps 2 --base 1``.
+
 Needs valgrind (Debian: ``apt-get install -y valgrind``); each configuration takes 2-3 minutes, two run at a time.
 """
 from __future__ import annotations
@@ -45,7 +47,7 @@ def workloads() -> dict[str, Callable[[], Callable[[], None]]]:
     import trace_overhead  # the in-process workloads, beside this script
 
     return {"fresh": fresh_workload, "mlp": trace_overhead.mlp_workload,
-            "transformer": trace_overhead.realworld_workload}
+            "transformer": trace_overhead.realworld_workload, "l2c": trace_overhead.l2c_workload}
 
 
 def run_child(workload: str, traced: bool, steps: int) -> None:
@@ -97,7 +99,7 @@ def archived(rev: str, folder: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", nargs="+", choices=["fresh", "mlp", "transformer"], default=["fresh"])
+    parser.add_argument("--workload", nargs="+", choices=["fresh", "mlp", "transformer", "l2c"], default=["fresh"])
     parser.add_argument("--steps", type=int, default=1000, help="steps counted (the difference of the two runs)")
     parser.add_argument("--base", type=int, default=200, help="steps of the shorter run (warms caches and the tool)")
     parser.add_argument("--against", metavar="REV", help="also count the tool as committed at this git revision")

@@ -15,12 +15,13 @@ each optimizer step) over plain tracing.
 Whole programs (each in a new process, ``python prog.py`` beside ``python -m gradcheck_l2c trace prog.py``,
 interleaved, the fastest run's wall time, the median peak RSS from ``wait4``): `fresh_leaves.py` (a fresh
 ``requires_grad=True`` leaf at every step, with the seconds per 1,000 steps at its start and end; its own
-``--fresh-rounds``) and every ``tests/realworld`` program (their median ratio). The tool's modules are
-byte-compiled first, as ``pip install`` compiles an installed package: an environment that sets
+``--fresh-rounds``: the traced process, which allocates more, varies by up to a tenth from run to run where the
+untraced one holds within 2%, so it runs five times) and every ``tests/realworld`` program (their median ratio).
+The tool's modules are byte-compiled first, as ``pip install`` compiles an installed package: an environment that sets
 ``PYTHONDONTWRITEBYTECODE`` (this one does) would otherwise have every traced process compile them from source, about
 90 ms a run that no user's installed copy pays, while torch's own modules load compiled.
 
-    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200] [--process-rounds 1] [--fresh-rounds 3]
+    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200] [--process-rounds 1] [--fresh-rounds 5]
                                         [--fresh-steps 30000] [--realworld GLOB] [--skip-processes]
 """
 from __future__ import annotations
@@ -197,7 +198,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="MLP steps per measurement")
     parser.add_argument("--l2c-steps", type=int, default=2, help="L2C runs per measurement")
     parser.add_argument("--process-rounds", type=int, default=1, help="runs of each whole program, untraced and traced")
-    parser.add_argument("--fresh-rounds", type=int, default=3, help="runs of fresh_leaves.py, untraced and traced")
+    parser.add_argument("--fresh-rounds", type=int, default=5, help="runs of fresh_leaves.py, untraced and traced")
     parser.add_argument("--fresh-steps", type=int, default=30_000, help="steps of fresh_leaves.py")
     parser.add_argument("--realworld", default="*", help="which tests/realworld programs (a glob of their names)")
     parser.add_argument("--skip-processes", action="store_true", help="only the workloads in this process")

@@ -142,8 +142,7 @@ class TaintStore:
     def live(self, taint: Taint) -> bool:
         """Whether the taint still names a watched tensor that has not yet got a gradient."""
         if taint.epoch != self._epoch:
-            settled = self.settled
-            taint.alive = any(key not in settled for key in taint.chains)
+            taint.alive = not self.settled.issuperset(taint.chains)  # a key not settled yet (a C loop over the keys)
             taint.epoch = self._epoch
         return taint.alive
 

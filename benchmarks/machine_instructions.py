@@ -10,7 +10,8 @@ the backward's kernels evicted from the caches (the D1 misses column shows part 
 
     python benchmarks/machine_instructions.py [--workload fresh mlp] [--steps 1000] [--base 200] [--against REV]
 
-A step of ``l2c`` is a whole reference L2C run (2 rounds, 6 nodes): count it with ``--steps 2 --base 1``.
+A step of ``l2c`` is a whole reference L2C run (2 rounds, 6 nodes): count it with ``--steps 2 --base 1`` (6-10 minutes
+a configuration under cachegrind).
 
 Needs valgrind (Debian: ``apt-get install -y valgrind``); each configuration takes 2-3 minutes, two run at a time.
 """

@@ -10,6 +10,7 @@ import torch
 
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.gradient_use import GradientUse
+from gradcheck_l2c.record.held import HeldTensors
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_stack
 from gradcheck_l2c.record.param_sources import group_left_out, params_built_at, step_call_guard
 from gradcheck_l2c.record.scope import Clock
@@ -48,8 +49,8 @@ class OptimizerRecord:
     marked: tuple[int, tuple] = (0, ())  # (watched tensors, its groups' layout) when last looked at (`unmarked`)
     created: int = 0  # the count of steps when it was built
     reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
-    plain_leaves: bool = False  # it holds tensors the script made with requires_grad=True (no Parameters)
-    _refs: dict[int, weakref.ref] = field(default_factory=dict)  # id -> the parameter (ids of dead ones are reused)
+    position: int = 0  # its place in `OptimizerLog.records`
+    refs: dict[int, weakref.ref] = field(default_factory=dict)  # id -> the parameter (ids of dead ones are reused)
     _groups: int = -1
 
     def unmarked(self, optimizer: Any, registry: WatchRegistry) -> list[Watched]:
@@ -69,14 +70,14 @@ class OptimizerRecord:
         optimizer = self.optimizer()
         if optimizer is not None and len(optimizer.param_groups) != self._groups:
             self._read(optimizer)
-        ref = self._refs.get(id(tensor))
+        ref = self.refs.get(id(tensor))
         return ref is not None and ref() is tensor
 
     def _read(self, optimizer: Any) -> list[torch.Tensor]:
         """The parameters ``optimizer`` holds now, remembered (weakly) for `holds` and the judge."""
         params = [p for group in optimizer.param_groups for p in group["params"]]
         self.params = [weakref.ref(p) for p in params]
-        self._refs = {id(p): ref for p, ref in zip(params, self.params)}
+        self.refs = {id(p): ref for p, ref in zip(params, self.params)}
         self._groups = len(optimizer.param_groups)
         return params
 
@@ -136,13 +137,12 @@ class LeftOutLeaves:
             if entry.looks <= 0:
                 del self.told[key]
 
-    def end(self, records: list[OptimizerRecord]) -> None:
+    def end(self, held: HeldTensors) -> None:
         """The trace ends: such a leaf that no optimizer took since, that later backwards gave gradients too, and whose
         values never changed is in no optimizer."""
         for key, (ref, before) in list(self._first.items()):
             watched, tensor = self.registry.all[key], ref()
-            if tensor is None or watched.optimized or watched.last_reached <= watched.first_reached \
-                    or any(record.holds(tensor) for record in records):
+            if tensor is None or watched.optimized or watched.last_reached <= watched.first_reached or held(tensor):
                 continue
             if torch.equal(fingerprint(tensor), before):
                 self.events.record("optimizer", key, watched.site, "none")
@@ -172,6 +172,8 @@ class OptimizerLog:
         self.use = GradientUse()
         self.records: list[OptimizerRecord] = []
         self.live: dict[int, OptimizerRecord] = {}  # id(optimizer) -> record, for the optimizers alive
+        self.held = HeldTensors(self.live)  # whether any of `records` holds a tensor
+        self.plain_leaves = False  # whether any of them holds tensors the script made with requires_grad=True
         # keys missed by a backward since an optimizer holding them last stepped, keys some step found with
         # their gradient, and keys stepped without it
         self.unstepped: dict[int, set[Chain]] = {}
@@ -190,14 +192,17 @@ class OptimizerLog:
         if record is None or record.optimizer() is not optimizer:
             params = [p for group in optimizer.param_groups for p in group["params"]]
             record = OptimizerRecord(type(optimizer).__name__, site, [weakref.ref(p) for p in params],
-                                     weakref.ref(optimizer))
+                                     weakref.ref(optimizer), position=len(self.records))
             self.records.append(record)
-            self.live.pop(id(optimizer), None)  # live in the order they were made, as `records`
+            gone = self.live.pop(id(optimizer), None)  # live in the order they were made, as `records`
+            if gone is not None:  # its optimizer died, and this one was made where it was
+                self.held.retire(gone)
             self.live[id(optimizer)] = record
         for watched in record.unmarked(optimizer, self.registry):
             watched.optimized = True
             record.keys.add(watched.key)
-            record.plain_leaves = record.plain_leaves or (watched.user_leaf and not watched.is_parameter)
+            if watched.user_leaf and not watched.is_parameter:
+                self.plain_leaves = True
         return record
 
     def lone_backward(self, frame: Any, reached: set[int]) -> None:
@@ -235,7 +240,7 @@ class OptimizerLog:
         """A backward gave these watched tensors their gradient: each live optimizer's next step will look."""
         for ident, record in list(self.live.items()):
             if record.optimizer() is None:
-                del self.live[ident]
+                self.held.retire(self.live.pop(ident))
             else:
                 record.reached |= keys
 
@@ -248,12 +253,12 @@ class OptimizerLog:
         parameter in none is told at once; a plain leaf the script made to learn, while optimizers hold such leaves
         but not this one, is looked at again when the trace ends (`LeftOutLeaves`)."""
         tensor = watched.tensor
-        if not self.records or tensor is None or any(record.holds(tensor) for record in self.records):
+        if not self.records or tensor is None or self.held(tensor):
             return
         if watched.is_parameter:
             self.events.record("optimizer", watched.key, watched.site, "none")
             self.left_out.tell(watched.key, tensor)
-        elif watched.user_leaf and any(record.plain_leaves for record in self.records):
+        elif watched.user_leaf and self.plain_leaves:
             self.left_out.first_gradient(watched.key, tensor)
 
     def cleared(self, optimizer: Any, site: Site | None) -> None:
@@ -326,7 +331,9 @@ class OptimizerLog:
         only until one step found its gradient: correct programs pay a few set operations per step."""
         reached, record.reached = record.reached, set()
         pending = self.unstepped
-        missed = [key for key in pending if key in record.keys] if pending else []
+        # looked up from this optimizer's keys: what backwards missed of tensors no optimizer holds (a target network
+        # copied every few steps) stays in `unstepped`, and a walk of it grew with the run
+        missed = pending.keys() & record.keys if pending else ()
         candidates = ((reached & record.keys) - self.stepped_keys).union(missed)
         found = False
         for key in candidates:

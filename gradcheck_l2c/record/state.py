@@ -137,7 +137,7 @@ class TraceState:
         self.unregistered.collect_initialised(self.registry)
         self.terms.resolve(self.optimizers.stepped_since)
         self.updates.compare()
-        self.optimizers.left_out.end(self.optimizers.records)
+        self.optimizers.left_out.end(self.optimizers.held)
         registry = self.registry
         for watched in registry.all:
             watched.placed = placements(registry, watched) if watched.owner is not None else []  # held by no module

@@ -202,7 +202,9 @@ class UpdateLog:
         """A step of ``optimizer`` (holding ``keys``) is about to run: the parameters it stepped before and
         that were not seen to change are looked at now, and a nonzero learning rate is noted."""
         pending, looking = self._pending, self._looking
-        waiting = [key for key in looking if key in keys]  # not a walk of every parameter at every step
+        # a set operation, not a walk of every parameter at every step, nor of those whose optimizer is gone (a model
+        # copied per task and stepped once stays in `_looking`)
+        waiting = looking & keys
         if not waiting:
             return
         lrs = {id(p): _lr_is_zero(group) for group in optimizer.param_groups for p in group["params"]}

@@ -298,11 +298,17 @@ class WatchRegistry:
             self.changes += 1
 
     def live_modules(self) -> list[tuple[nn.Module, str | None]]:
-        alive = []
-        for ref, variable in self.modules.values():
+        """The modules seen that are still alive; those gone are forgotten (a loop that builds a model per task or
+        fold would otherwise walk every earlier one at each discovery)."""
+        alive, gone = [], []
+        for ident, (ref, variable) in self.modules.items():
             module = ref()
-            if module is not None:
+            if module is None:
+                gone.append(ident)
+            else:
                 alive.append((module, variable))
+        for ident in gone:
+            del self.modules[ident]
         return alive
 
 

@@ -95,3 +95,18 @@ def test_the_tensors_an_optimizer_holds_are_marked_however_late_they_are_watched
     optimizer.add_param_group({"params": [d]})
     assert marked() == {registry.key_of(t) for t in (a, b, c, d, e)}
     assert not registry.get(fresh).optimized
+
+
+def test_a_model_built_per_task_is_forgotten_once_gone() -> None:
+    """A loop that builds a model per task (MAML's inner copies, a k-fold's folds): each discovery pass (every 50th
+    backward) walks the modules seen, so the gone ones are dropped, not walked again at every later pass."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    with trace() as traced:
+        for _ in range(300):
+            model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+            nn.functional.cross_entropy(model(x), y).backward()
+        seen = len(traced._state.registry.modules)
+    assert seen <= 150  # those of the tasks since the last pass (3 a task), not the 900 of all 300 tasks
+    assert len(traced.watched) == 1200 and all(w.got_grad for w in traced.watched)
+    assert traced.findings == []

@@ -48,8 +48,7 @@ def iter_nodes(roots: Iterable[Any], limit: int | None = None,
     """Yield every autograd node reachable from ``roots`` once (at most ``limit`` of them); where
     ``expand(node)`` is false the walk yields the node but goes no further through it."""
     stack = [node for node in roots if node is not None]
-    seen: set[int] = {id(node) for node in stack}
-    keep_alive = list(stack)  # ids stay unique only while the nodes live
+    seen = set(stack)  # the nodes themselves (equal only to themselves): kept alive, no id reused meanwhile
     count = 0
     while stack:
         node = stack.pop()
@@ -60,9 +59,8 @@ def iter_nodes(roots: Iterable[Any], limit: int | None = None,
         if expand is not None and not expand(node):
             continue
         for child, _ in node.next_functions:
-            if child is not None and id(child) not in seen:
-                seen.add(id(child))
-                keep_alive.append(child)
+            if child is not None and child not in seen:
+                seen.add(child)
                 stack.append(child)
 
 

@@ -33,6 +33,8 @@ _PLAIN_OPS = 4096  # ops remembered as plain at most (a library handing the mode
 #: Factories that initialise weights (not constants such as ones or full): what they make is remembered while
 #: it lives, so that a module holding it unregistered and unwritten is told apart from a computed constant.
 INITIALISERS = frozenset((torch.zeros, torch.randn, torch.rand, torch.empty))
+#: The keywords of a call made without any: handlers only read them, nothing writes to this one.
+NO_KEYWORDS: dict[str, Any] = {}
 _originals: dict[CodeType, FunctionType | None] = {}  # torch's backward code -> the function that runs it
 
 
@@ -81,13 +83,13 @@ class Interceptor(TorchFunctionMode):
         self.plain_ops: set[Any] = set()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if kwargs is None:
-            kwargs = {}
+        if kwargs is None:  # torch hands None for a call without keywords: a shared empty dict, not a new one
+            kwargs = NO_KEYWORDS
         scope = self.scope
         # torch's own optimizer code runs (nothing to see), or dynamo is tracing a compiled region: step aside
         # (see README, torch.compile)
         if scope.quiet or is_compiling():
-            return func(*args, **kwargs)
+            return func(*args, **kwargs) if kwargs else func(*args)
         plain = func in self.plain_ops
         if not plain:
             handler = self.handlers.get(func)
@@ -114,7 +116,7 @@ class Interceptor(TorchFunctionMode):
                         self.state.op_failed(error, func, args, kwargs)
                     raise
         try:
-            out = func(*args, **kwargs)
+            out = func(*args, **kwargs) if kwargs else func(*args)  # `**{}` would build a dict at every call
         except RuntimeError as error:
             self.state.op_failed(error, func, args, kwargs)
             raise

@@ -170,7 +170,7 @@ def built_at(depth: int = 1) -> Site | None:
         code = frame.f_code
         if frame_kind(code.co_filename) == USER and not (
                 code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), nn.Module)):
-            return Site(os.path.abspath(code.co_filename), frame.f_lineno, _column(frame))
+            return _site(frame)  # one Site per line, shared (a model built per fold makes one per Parameter)
         frame = frame.f_back
     return None
 

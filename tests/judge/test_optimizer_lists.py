@@ -252,3 +252,37 @@ def test_a_parameter_in_an_optimizer_of_all_parameters_and_in_its_own_is_named_a
     found = [f for f in script.run().findings if f.kind == "optimizer"]
     assert [(f.line, f.tensor) for f in found] == [(script.line("weights"), "Net.alpha")]
     assert places(found[0]) == {("used", script.line("arch"))}
+
+
+def test_in_a_notebook_cell_a_model_rebuilt_after_the_optimizer_is_named_at_the_cell_s_line():
+    """Code compiled under a pseudo file name (an IPython cell, ``exec``) keeps that name in every line the trace
+    records: the line that asked for the new parameters is the cell's, like the line that set them into the model."""
+    import linecache
+
+    from gradcheck_l2c import trace
+
+    cell = "<ipython-input-7-rebuilt>"
+    code = PRELUDE + textwrap.dedent("""
+    class Agent:
+        def __init__(self):
+            self.net = nn.Linear(4, 1)
+            self.opt = torch.optim.Adam(self.net.parameters(), lr=0.1)
+
+        def load(self, state):
+            self.net = nn.Linear(4, 1)  # <- rebuilt
+            self.net.load_state_dict(state)
+
+    agent = Agent()
+    agent.load(nn.Linear(4, 1).state_dict())
+    model, opt = agent.net, agent.opt
+    """) + TRAIN
+    lines = code.splitlines(keepends=True)
+    linecache.cache[cell] = (len(code), None, lines, cell)  # as IPython registers a cell's source
+    rebuilt = next(number for number, line in enumerate(lines, 1) if "# <- rebuilt" in line)
+    try:
+        with trace() as traced:
+            exec(compile(code, cell, "exec"), {"__name__": "__main__"})
+    finally:
+        linecache.cache.pop(cell, None)
+    found = [f for f in traced.findings if f.kind == "optimizer"]
+    assert found and {(f.file, f.line) for f in found} == {(cell, rebuilt)}

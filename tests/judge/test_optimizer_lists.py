@@ -170,8 +170,8 @@ opt = torch.optim.SGD(params, lr=0.1)
     assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []
 
 
-def test_a_model_rebuilt_as_it_was_after_the_optimizer_is_named_at_the_rebuild(snippet):
-    script, found = optimizer_findings(snippet, """
+#: An agent whose model is rebuilt after its optimizer was built, then loaded with the old values.
+REBUILT = """
 class Agent:
     def __init__(self):
         self.net = nn.Linear(4, 1)
@@ -184,7 +184,11 @@ class Agent:
 agent = Agent()
 agent.load(nn.Linear(4, 1).state_dict())
 model, opt = agent.net, agent.opt
-""")
+"""
+
+
+def test_a_model_rebuilt_as_it_was_after_the_optimizer_is_named_at_the_rebuild(snippet):
+    script, found = optimizer_findings(snippet, REBUILT)
     assert {f.line for f in found} == {script.line("rebuilt")}
     assert ("used", script.line("optimizer")) in places(found[0])
     assert "load_state_dict" in found[0].fix
@@ -262,20 +266,7 @@ def test_in_a_notebook_cell_a_model_rebuilt_after_the_optimizer_is_named_at_the_
     from gradcheck_l2c import trace
 
     cell = "<ipython-input-7-rebuilt>"
-    code = PRELUDE + textwrap.dedent("""
-    class Agent:
-        def __init__(self):
-            self.net = nn.Linear(4, 1)
-            self.opt = torch.optim.Adam(self.net.parameters(), lr=0.1)
-
-        def load(self, state):
-            self.net = nn.Linear(4, 1)  # <- rebuilt
-            self.net.load_state_dict(state)
-
-    agent = Agent()
-    agent.load(nn.Linear(4, 1).state_dict())
-    model, opt = agent.net, agent.opt
-    """) + TRAIN
+    code = PRELUDE + REBUILT + TRAIN
     lines = code.splitlines(keepends=True)
     linecache.cache[cell] = (len(code), None, lines, cell)  # as IPython registers a cell's source
     rebuilt = next(number for number, line in enumerate(lines, 1) if "# <- rebuilt" in line)

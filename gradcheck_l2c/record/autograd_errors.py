@@ -65,8 +65,9 @@ class AutogradError:
 class ErrorRecorder:
     """Turns autograd's errors into `AutogradError` facts, one per category and place, counted."""
 
-    def __init__(self, registry: WatchRegistry, origins: Origins, scope: Scope) -> None:
+    def __init__(self, registry: WatchRegistry, origins: Origins, scope: Scope, stepped: list[set[int]]) -> None:
         self.registry, self.origins, self.scope = registry, origins, scope
+        self.stepped = stepped  # the keys of each optimizer that stepped since the last backward ended (kept by it)
         self.errors: dict[tuple[Any, ...], AutogradError] = {}
 
     def backward(self, error: RuntimeError, roots: list[Tensor], call: Site | None, failure: BackwardFailure | None,
@@ -215,11 +216,18 @@ class ErrorRecorder:
                     continue  # made before that backward, but not part of the graph it freed
                 root = any(node is start for start in starts)
                 first, again = _called_again(origins.freed_path) if root else (None, None)
+                # a value whose graph the last backward freed, and whose weights a step then updated (it trained them
+                # as meant), is cut (or made anew) where this backward's graph takes it in: the line of the nearest
+                # node above (a discriminator's loss on the generator's output), not the one that made the value
+                made = origins.site_in_running(stack)
+                taken_in = None if root or not _stepped_below(self.registry, self.stepped, node) else \
+                    origins.site_in_running(above)
                 site = again or origins.kept_at(node) or self._stored_at(stack) or (
-                    _first_made(origins, node, stack) if root else None) or origins.site_in_running(stack)
+                    _first_made(origins, node, stack) if root else taken_in) or made
                 detail = {"node": type(node).__name__, "freed_by": origins.freed_by, "root": root,
                           "inner": stack[0][2] if stack and stack[0][2] != site else None, "first_call": first,
-                          "kept": not again and site is not None and site == origins.kept_at(node)}
+                          "kept": not again and site is not None and site == origins.kept_at(node),
+                          "taken_in": site is not None and site == taken_in and made not in (None, site)}
                 return site, detail
             for child, _ in node.next_functions:
                 if child is not None and id(child) not in seen:
@@ -254,6 +262,15 @@ class ErrorRecorder:
                 name = (variable_name(frame, tensor) if frame is not None else None) or f"inputs[{index}]"
                 return name, watched.key if watched is not None else None, {"index": index, "output": subject}
         return "inputs", None, {"output": subject}
+
+
+def _stepped_below(registry: WatchRegistry, stepped: list[set[int]], node: Any) -> bool:
+    """Whether a step since the last backward (``stepped``: the keys each optimizer that stepped holds) updated a
+    watched leaf of the graph below ``node``."""
+    if not stepped:
+        return False
+    keys = set().union(*stepped)
+    return any(registry.key_of(leaf) in keys for leaf in graph.leaf_tensors([node]))
 
 
 def _attribute_holding(registry: WatchRegistry, tensor: Tensor) -> tuple[str | None, Site | None]:

@@ -161,6 +161,18 @@ def _site(frame: FrameType) -> Site:
     return entry[1]
 
 
+def asked_at(made: Any, depth: int = 1) -> tuple[FrameType | None, Site | None]:
+    """The innermost user frame above the caller, and its line, outside ``made``'s own ``__init__``: where the object
+    being built now was asked for (``HybridAdam(unet.parameters())``, not the ``super().__init__(params)`` of the
+    user's subclass)."""
+    frame = user_frame(depth + 1)
+    while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is made:
+        frame = frame.f_back
+        while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
+            frame = frame.f_back
+    return frame, (None if frame is None else _site(frame))
+
+
 def built_at(depth: int = 1) -> Site | None:
     """The innermost user line above the caller that is not inside a module's ``__init__``: where the
     module (or Parameter) being made now was asked for (``self.policy = Policy()``, not the ``nn.Linear``

@@ -27,16 +27,35 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     if it is another line than the call's."""
     filename, line = frame.f_code.co_filename, frame.f_lineno
     params, assigned = _params_argument(filename, line, optimizer_class)
-    if isinstance(params, ast.Name):
+    if _held_by_name(params):
         return Site(filename, assigned) if assigned is not None else None
     groups = _last_group_line(params)
     if groups is not None:
         return Site(filename, groups)
     if isinstance(params, ast.Call):
-        return _returned_at(_resolve(params.func, frame))
+        gathered = _gathered_at(filename, params, line)
+        return Site(filename, gathered) if gathered is not None else _returned_at(_resolve(params.func, frame))
     if isinstance(params, ast.keyword):  # ``**helper(...)``: the ``params`` of the keywords the helper returns
         return _returned_params_at(_resolve(params.value.func, frame))
     return None
+
+
+#: Containers that gather modules for one purpose (``nn.ModuleList([student, projector])``), not a model.
+_GATHERING = frozenset(("ModuleList", "ModuleDict"))
+
+
+def _gathered_at(filename: str, params: ast.Call, line: int) -> int | None:
+    """For ``<name>.parameters()``, ``<name>`` assigned above the call in the same function a module list or dict
+    built there (the modules that train, gathered for the optimizer): the line a left-out module joins it."""
+    func = params.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "parameters" and isinstance(func.value, ast.Name)):
+        return None
+    tree = source_tree(filename)
+    assigning = _last_assigning(_scope(tree, line), func.value.id, line) if tree is not None else None
+    value = getattr(assigning, "value", None)
+    callee = value.func if isinstance(value, ast.Call) else None
+    name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
+    return assigning.lineno if name in _GATHERING else None
 
 
 def _last_group_line(params: ast.expr | None) -> int | None:
@@ -94,8 +113,23 @@ def _params_argument(filename: str, line: int, optimizer_class: str) -> tuple[as
     params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
     if params is None:  # Adam(**helper(...)): the keyword unpacking stands for the arguments
         params = next((k for k in call.keywords if k.arg is None and isinstance(k.value, ast.Call)), None)
-    assigned = _last_assignment(tree, params.id, call.lineno) if isinstance(params, ast.Name) else None
+    assigned = _last_assignment(tree, params, call.lineno) if _held_by_name(params) else None
     return params, assigned
+
+
+def _held_by_name(node: ast.AST | None) -> bool:
+    """A plain name (``params``) or an attribute of one (``self.params``), as an assignment above may set it."""
+    return isinstance(node, ast.Name) or isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+
+
+def _same_target(target: ast.AST, wanted: str | ast.AST) -> bool:
+    """Whether an assignment's ``target`` sets ``wanted``: a name, or a ``name.attribute`` node."""
+    if isinstance(wanted, str):
+        return isinstance(target, ast.Name) and target.id == wanted
+    if isinstance(wanted, ast.Name):
+        return isinstance(target, ast.Name) and target.id == wanted.id
+    return (isinstance(target, ast.Attribute) and target.attr == wanted.attr and isinstance(target.value, ast.Name)
+            and target.value.id == wanted.value.id)
 
 
 def step_call_guard(code: Any, names: set[str]) -> tuple[Site | None, Site | None]:
@@ -195,20 +229,21 @@ def _optimizer_call(tree: ast.Module, line: int, optimizer_class: str) -> ast.Ca
     return None
 
 
-def _last_assignment(tree: ast.Module, name: str, before: int) -> int | None:
+def _last_assignment(tree: ast.Module, name: str | ast.AST, before: int) -> int | None:
     """The last line above ``before``, in the innermost function holding it (or the module), that assigns
-    ``name`` as a whole (``=``, ``+=``, an annotated assignment)."""
+    ``name`` (a name, or a ``name.attribute`` node) as a whole (``=``, ``+=``, an annotated assignment)."""
     found = _last_assigning(_scope(tree, before), name, before)
     return found.lineno if found is not None else None
 
 
-def _last_assigning(scope: ast.AST, name: str, before: int) -> ast.Assign | ast.AugAssign | ast.AnnAssign | None:
-    """The last statement above ``before`` in ``scope`` that assigns ``name`` as a whole."""
+def _last_assigning(scope: ast.AST, name: str | ast.AST,
+                    before: int) -> ast.Assign | ast.AugAssign | ast.AnnAssign | None:
+    """The last statement above ``before`` in ``scope`` that assigns ``name`` (`_same_target`) as a whole."""
     found = None
     for node in ast.walk(scope):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.lineno < before:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            if any(_same_target(t, name) for t in targets):
                 if found is None or node.lineno > found.lineno:
                     found = node
     return found

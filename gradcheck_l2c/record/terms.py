@@ -32,6 +32,7 @@ _TERM_NODES = frozenset(("AddBackward0", "AddBackward1", "SubBackward0", "SubBac
                          "ToCopyBackward0", "CloneBackward0"))
 _ZEROED = frozenset(("step", "sample"))  # non_differentiable outputs whose values mean to carry a gradient
 _MARK = "gradcheck_dead_terms"
+_ZERO_MARK = "gradcheck_zero_dead_terms"  # dead terms that were exactly zero when added: judged by the line's later ones
 _ASIDE = "gradcheck_terms_aside"  # terms with a gradient, cut from some watched tensors they were computed from
 _LOSS_SITE = "gradcheck_loss_site"
 _WALK = 256
@@ -73,6 +74,9 @@ class TermLog:
         self.numpy_exits = numpy_exits  # a NumPy number added to a loss: tied to what left for NumPy
         self.marked = 0
         self.found: dict[tuple[Site | None, int, Chain], int] = {}
+        #: dead terms a backward summed while they were exactly zero (a proximal term at the start of a round, its
+        #: weights equal to the anchor's): found once the same line adds a term that is not (`_nonzero_at`)
+        self.found_zero: dict[tuple[Site | None, int, Chain], int] = {}
         self.taken: dict[Site | None, TakenGradient] = {}
         self.unplaced: list[TakenGradient] = []
         #: terms the last backward summed that reach some tensors it reached otherwise only through a cut:
@@ -111,7 +115,7 @@ class TermLog:
             self._gradient_step(args)
         if per_sample and func not in ELEMENTWISE_SUMS:
             return  # not a term of a loss (a layer's `w - lr * g`)
-        dead, aside = None, []
+        dead, zero, aside = None, None, []
         for arg in flat(args):
             if isinstance(arg, Tensor):
                 if stacked and arg.numel() != 1:
@@ -132,10 +136,18 @@ class TermLog:
                 taint = self.numpy_exits.came_back(2)  # a NumPy result (`np_loss + ce`): its ops carry no taint
             else:
                 continue
-            if taint is not None and not _zero(arg):  # a term weighted by 0 (a bonus switched off) adds nothing
-                dead = self.taints.merge(dead, taint)
-        if dead is not None:
-            out.grad_fn.metadata[_MARK] = (user_site(2), dead)
+            if taint is not None:  # a term that is exactly 0 (a bonus weighted by 0) adds nothing now
+                if _zero(arg):
+                    zero = self.taints.merge(zero, taint)
+                else:
+                    dead = self.taints.merge(dead, taint)
+        if dead is not None or zero is not None:
+            site = user_site(2)
+            if dead is not None:
+                out.grad_fn.metadata[_MARK] = (site, dead)
+                self._nonzero_at(site)
+            if zero is not None:
+                out.grad_fn.metadata[_ZERO_MARK] = (site, zero)
             self.marked += 1
         if aside:
             out.grad_fn.metadata[_ASIDE] = (user_site(2), aside)
@@ -186,13 +198,13 @@ class TermLog:
             if node is None or id(node) in seen:
                 continue
             seen.add(id(node))
-            mark = node.metadata.get(_MARK)
-            if mark is not None:
-                site, taint = mark
-                for key, chain in taint.chains.items():
+            for mark, found in ((node.metadata.get(_MARK), self.found),
+                                (node.metadata.get(_ZERO_MARK), self.found_zero)):
+                site, taint = mark if mark is not None else (None, None)
+                for key, chain in taint.chains.items() if taint is not None else ():
                     if key in reached:
                         index = (site, key, chain)
-                        self.found[index] = self.found.get(index, 0) + 1
+                        found[index] = found.get(index, 0) + 1
             aside = node.metadata.get(_ASIDE)
             for taint, carried in aside[1] if aside is not None else ():
                 for key, chain in taint.chains.items():
@@ -201,6 +213,13 @@ class TermLog:
                         self.pending[index] = self.pending.get(index, frozenset()) | carried
             if type(node).__name__ in _TERM_NODES:
                 stack.extend(child for child, _ in node.next_functions)
+
+    def _nonzero_at(self, site: Site | None) -> None:
+        """A dead term that is not zero was added at ``site``: the line adds more than a bonus weighted by 0, and the
+        terms it added while they were zero are dead terms too (their values were equal, not their weight)."""
+        if self.found_zero:
+            for index in [index for index in self.found_zero if index[0] == site]:
+                self.found[index] = self.found.get(index, 0) + self.found_zero.pop(index)
 
     def resolve(self, stepped: list[frozenset[int] | set[int]]) -> None:
         """The steps after the last backward ran (``stepped``: the keys each optimizer that stepped holds): a

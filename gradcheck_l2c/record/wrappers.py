@@ -17,12 +17,12 @@ from torch.overrides import has_torch_function_unary
 from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
 from gradcheck_l2c.record.locations import (
     USER,
+    asked_at,
     built_at,
     caller_is_user,
     frame_kind,
     inside_forward,
     library_callers,
-    user_frame,
     user_site,
     user_stack,
 )
@@ -88,9 +88,9 @@ def optimizer_init(state: TraceState, original: Callable[..., Any],
         with functions_off():  # the tool's reads of the parameters, past the interceptor
             others = [other for other in state.optimizers.live.values() if other.optimizer() is not None]
             state.clock.optimizers += 1
-            record = state.optimizers.record_for(optimizer, user_site(1))
+            frame, site = asked_at(optimizer, 1)
+            record = state.optimizers.record_for(optimizer, site)
             record.created, record.ordinal = state.clock.steps, state.clock.optimizers
-            frame = user_frame(1)
             if frame is not None:
                 note_sources(record, frame, state.registry)
             for ref in record.params:

@@ -128,6 +128,30 @@ CASES = {
         loss_g = -D(fake).mean()
         loss_g.backward()
         """),
+    # the generator's backward freed its graph and its step used it; the discriminator's loss, on the fake made
+    # for both losses, takes that freed graph in: the line to change is where it does (b19c_so_gan)
+    "freed_taken_in_after_a_step": ("""
+        G, D = nn.Linear(4, 4), nn.Linear(4, 1)
+        opt_g, opt_d = torch.optim.SGD(G.parameters(), lr=0.1), torch.optim.SGD(D.parameters(), lr=0.1)
+        fake = G(x)
+        loss_g = F.softplus(-D(fake)).mean()
+        loss_d = F.softplus(-D(x)).mean() + F.softplus(D(fake)).mean()  # <- autograd_error
+        loss_g.backward()
+        opt_g.step()
+        loss_d.backward()  # <- symptom
+        opt_d.step()
+        """, """
+        G, D = nn.Linear(4, 4), nn.Linear(4, 1)
+        opt_g, opt_d = torch.optim.SGD(G.parameters(), lr=0.1), torch.optim.SGD(D.parameters(), lr=0.1)
+        fake = G(x)
+        loss_g = F.softplus(-D(fake)).mean()
+        loss_d = F.softplus(-D(x)).mean() + F.softplus(D(fake.detach())).mean()
+        loss_g.backward()
+        opt_g.step()
+        opt_d.zero_grad()
+        loss_d.backward()
+        opt_d.step()
+        """),
     # the same loss backpropagated twice
     "freed_twice": ("""
         model = nn.Linear(4, 3)

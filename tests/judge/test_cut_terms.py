@@ -333,3 +333,34 @@ def test_a_gradient_without_graph_that_only_scales_a_loss_is_silent(snippet):
         opt.step()
     """)
     assert loud(found) == []
+
+
+def test_a_dead_term_exactly_zero_at_first_is_named_once_the_line_adds_it_nonzero(snippet):
+    # FedProx's proximal term from `.data`: zero at the round's first step, the weights still equal to the anchor
+    script, found = findings(snippet, """
+    anchor = nn.Linear(4, 1)
+    anchor.load_state_dict(model.state_dict())
+    for step in range(3):
+        loss = F.mse_loss(model(x), y)
+        for w, w_t in zip(anchor.parameters(), model.parameters()):
+            loss += 0.5 * torch.norm(w.data - w_t.data) ** 2  # <- added
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """)
+    terms = [f for f in found if f.kind == "cut_term"]
+    assert {(f.line, f.severity, f.tensor) for f in terms} == {(script.line("added"), "warning", "model.weight"),
+                                                               (script.line("added"), "warning", "model.bias")}
+
+
+def test_a_detached_bonus_weighted_by_zero_at_every_step_stays_silent(snippet):
+    script, found = findings(snippet, """
+    coefficient = 0.0
+    for step in range(3):
+        out = model(x)
+        loss = F.mse_loss(out, y) + coefficient * out.detach().abs().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """)
+    assert loud(found) == []

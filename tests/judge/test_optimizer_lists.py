@@ -1,7 +1,8 @@
 """A parameter in no optimizer is named where it was left out: the line that built the list the optimizer
-was given (a variable assigned above, a method of the user's that returns the groups or all the optimizer's
-keyword arguments, the last of groups written one a line), a group built beside that list and never given (where it was last extended), or the line of a
-forward that made it lazily after the optimizer was built; otherwise the optimizer's own line."""
+was given (a variable or ``self`` attribute assigned above, a module list gathered for it, a method of the user's that
+returns the groups or all the optimizer's keyword arguments, the last of groups written one a line), a group built
+beside that list and never given (where it was last extended), or the line of a forward that made it lazily after the
+optimizer was built; otherwise the optimizer's own line (where it was built, for an optimizer class of the user's)."""
 from __future__ import annotations
 
 import textwrap
@@ -277,3 +278,52 @@ def test_in_a_notebook_cell_a_model_rebuilt_after_the_optimizer_is_named_at_the_
         linecache.cache.pop(cell, None)
     found = [f for f in traced.findings if f.kind == "optimizer"]
     assert found and {(f.file, f.line) for f in found} == {(cell, rebuilt)}
+
+
+def test_a_list_kept_as_an_attribute_is_named_where_it_was_built(snippet):
+    script, found = optimizer_findings(snippet, """
+class Learner:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        self.mixer = nn.Linear(8, 1)
+        self.params = list(self.model.parameters())  # <- built
+        self.optimiser = torch.optim.RMSprop(params=self.params, lr=0.01)  # <- optimizer
+
+learner = Learner()
+model, opt = (lambda x: learner.mixer(learner.model(x))), learner.optimiser
+""")
+    assert {f.line for f in found} == {script.line("built")} and len(found) == 2  # the mixer's weight and bias
+    assert ("used", script.line("optimizer")) in places(found[0])
+
+
+def test_a_module_list_gathered_for_the_optimizer_is_named_where_it_was_gathered(snippet):
+    script, found = optimizer_findings(snippet, """
+student, projector = nn.Linear(4, 8), nn.Linear(8, 1)
+trainable = nn.ModuleList([student])  # <- gathered
+opt = torch.optim.SGD(trainable.parameters(), lr=0.1)  # <- optimizer
+model = nn.Sequential(student, projector)
+""")
+    assert {f.line for f in found} == {script.line("gathered")}
+    assert ("used", script.line("optimizer")) in places(found[0])
+
+
+def test_a_model_the_optimizer_was_given_is_not_where_a_left_out_layer_goes(snippet):
+    script, found = optimizer_findings(snippet, """
+body, head = nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Linear(8, 1)
+opt = torch.optim.SGD(body.parameters(), lr=0.1)  # <- optimizer
+model = nn.Sequential(body, head)
+""")
+    assert {f.line for f in found} == {script.line("optimizer")}
+
+
+def test_an_optimizer_of_the_user_s_own_class_is_named_where_it_was_built_not_at_its_super_call(snippet):
+    script, found = optimizer_findings(snippet, """
+class HybridAdam(torch.optim.Adam):
+    def __init__(self, params, lr, clipping_norm=1.0):
+        super().__init__(params, lr=lr)  # <- super
+
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = HybridAdam(model[0].parameters(), lr=0.01)  # <- optimizer
+""")
+    assert {f.line for f in found} == {script.line("optimizer")}
+    assert "HybridAdam" in found[0].message

@@ -10,6 +10,7 @@ another finding already explains (`inplace_saved`, the cuts of a graphless loss,
 """
 from __future__ import annotations
 
+from gradcheck_l2c.judge.freed_graph import freed_graph_words
 from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
 from gradcheck_l2c.record.facts import AutogradError, Graphless, Site, StaleSaved
 from gradcheck_l2c.records import Finding
@@ -92,53 +93,6 @@ def words(fact: AutogradError, name: str) -> tuple[str, str]:
     call = f" at {fact.call}" if fact.call is not None else ""
     wording = _WORDING.get(fact.category, _other)
     return wording(fact, name, call, said)
-
-
-def _freed_graph(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
-    freed_by = fact.detail.get("freed_by")
-    earlier = f"an earlier backward() (at {freed_by})" if isinstance(freed_by, Site) else "an earlier backward()"
-    if fact.cause is None:
-        return (f"backward(){call} reached a graph that {earlier} had already freed: a value computed before "
-                f"that backward is used again, so its old graph would be backpropagated through twice{said}.",
-                "find the value that outlives its iteration (a hidden state, a running total, a tensor computed "
-                "once before the loop) and .detach() it where it is carried over, or compute it anew each "
-                "iteration; pass retain_graph=True to the earlier backward() only if both must backpropagate "
-                "through it.")
-    inner = fact.detail.get("inner")
-    first = fact.detail.get("first_call")
-    if isinstance(first, Site):
-        return (f"this line backpropagates `{name}` a second time (backward(){call}): the call at {first} already ran "
-                f"backward() on it and freed its graph, and nothing was computed anew in between{said}.",
-                f"delete this backward (the gradients of `{name}` arrived with the first one), or the one the call at "
-                f"line {first.line} runs; pass retain_graph=True to the first only if both must run.")
-    if fact.detail.get("root") and isinstance(inner, Site):
-        return (f"the forward pass that starts on this line and ends in the loss at {inner} ran once, and "
-                f"backward(){call} runs through its graph again after {earlier} freed it: nothing new is "
-                f"computed for this backward{said}.",
-                f"move the forward pass, from this line to the loss at {inner}, to where each backward() gets a "
-                "graph of its own (inside the loop); pass retain_graph=True to the first backward() only if "
-                "the same graph must be backpropagated twice.")
-    if fact.detail.get("root"):
-        return (f"backward(){call} runs through the graph of the value made on this line a second time: "
-                f"{earlier} already backpropagated through it and freed it{said}.",
-                "compute the value again before the second backward(), or pass retain_graph=True to the first "
-                "backward() if both must run through this graph.")
-    node = fact.detail.get("node", "a node")
-    if fact.detail.get("kept"):
-        made = "the value this line keeps on the module" + (f" (made at {inner})" if isinstance(inner, Site) else "")
-        return (f"{made} outlives its iteration: it is used again after {earlier} backpropagated through it and "
-                f"freed its graph, and carries that freed graph ({node}) into the computation of backward(){call}, "
-                f"which reached it a second time{said}.",
-                "keep it without its graph: store .detach() of it here (the next iteration then starts from its "
-                "value), or reset it before each iteration; pass retain_graph=True to the earlier backward() only "
-                "if gradients must flow back through earlier iterations.")
-    made = f"the value this line computes (at {inner})" if isinstance(inner, Site) else "the value made on this line"
-    return (f"{made} is used again after {earlier} backpropagated through it and freed its "
-            f"graph: it carries that freed graph ({node}) into the computation of backward(){call}, which "
-            f"reached it a second time{said}.",
-            "cut it from its old graph where it is reused: .detach() the value made here before the next "
-            "iteration (or the other loss) uses it, or compute it anew; pass retain_graph=True to the earlier "
-            "backward() only if both backward passes must go through that graph.")
 
 
 def _non_scalar(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
@@ -378,7 +332,7 @@ def _other(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, s
 
 
 _WORDING = {
-    "freed_graph": _freed_graph, "non_scalar_root": _non_scalar, "inplace_leaf": _inplace_leaf,
+    "freed_graph": freed_graph_words, "non_scalar_root": _non_scalar, "inplace_leaf": _inplace_leaf,
     "inference_saved": _inference, "unused_input": _unused_input, "input_no_grad": _input_no_grad,
     "function_backward": _function_backward, "function_no_backward": _no_backward,
     "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,

@@ -27,7 +27,8 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("gradient_shape", ("Mismatch in shape: grad_output",)),
     ("out_requires_grad", ("arguments don't support automatic differentiation, but one of the arguments requires grad",)),
     ("resize_requires_grad", ("cannot resize variables that require grad",)),
-    ("dtype_requires_grad", ("Only Tensors of floating point and complex dtype can require gradients",)),
+    ("dtype_requires_grad", ("Only Tensors of floating point and complex dtype can require gradients",  # factories
+                             "only Tensors of floating point dtype can require gradients")),  # requires_grad_()
     ("inplace_nograd_view", ("mode and is being modified inplace with grad mode enabled",)),
     ("inplace_function_view", ("This view was created inside a custom Function",)),
     ("detach_view", ("Can't detach views in-place",)),

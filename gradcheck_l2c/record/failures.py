@@ -168,13 +168,15 @@ class FailureRecorder:
 
 
 def _write_into(saver: Any, writes: Any, version: int) -> Any:
-    """The latest write that left a tensor at ``version`` whose history before it is among the nodes ``saver`` takes
-    its inputs from (through the views it saved, a few nodes down): the write into the very tensor it saved, where
-    several tensors of that shape were written (a module called twice on one input it changes in place)."""
+    """The latest write that left a tensor at ``version`` whose history before it is ``saver`` itself (a ReLU, a
+    sigmoid, saving its result) or among the nodes it takes its inputs from (through the views it saved, a few nodes
+    down): the write into the very tensor it saved, where several tensors of that shape were written (a module called
+    twice on one input it changes in place, an in-place layer beside a `+=` on another layer's output)."""
     if saver is None:
         return None
     inputs = {id(node) for node in graph.iter_nodes([child for child, _ in saver.next_functions if child is not None],
                                                     _SAVED_INPUT_NODES)}
+    inputs.add(id(saver))
     return next((w for w in reversed(writes) if w.version == version and w.before in inputs), None)
 
 

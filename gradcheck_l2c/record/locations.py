@@ -376,12 +376,13 @@ def in_distributed(depth: int = 1) -> bool:
     return False
 
 
-def inside_forward(frame) -> str | None:
-    """The class of the module whose forward is running on the stack above ``frame``, if any."""
+def inside_forward(frame, besides: nn.Module | None = None) -> str | None:
+    """The class of the module whose forward is running on the stack above ``frame``, if any and not ``besides`` (a
+    Parameter a module sets on itself in its own forward is no module built inside one)."""
     while frame is not None:
         if frame.f_code.co_name in MODULE_CALLS:
             module = frame.f_locals.get("self")
             if isinstance(module, nn.Module):
-                return type(module).__name__
+                return None if module is besides else type(module).__name__
         frame = frame.f_back
     return None

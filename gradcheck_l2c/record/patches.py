@@ -162,7 +162,7 @@ class Patches:
         if param is None or not state.scope.in_trace_thread():
             return
         frame = user_frame(1)
-        outer = inside_forward(frame.f_back if frame is not None else None)
+        outer = inside_forward(frame.f_back if frame is not None else None, besides=module)
         if outer is not None:
             if not own_parameters(module):  # count each new module once, not once per parameter
                 state.events.record("module_in_forward", -1, user_site(1), type(module).__name__, outer=outer)

@@ -56,10 +56,11 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
                     wrapped.replaced = True
                 elif isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
                     state.cuts.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
-                state.registry.watch_leaf(param, site, user_leaf=True)
-                state.unregistered.made_by(state.registry.key_of(param), constructing_module(sys._getframe(1)))
-                if inside_forward(sys._getframe(1)) is not None:
-                    state.registry.get(param).made_in_forward = True  # lazily, at a module's first call
+                state.registry.watch_leaf(param, site, user_leaf=True)  # made with requires_grad=False: not watched
+                watched = state.registry.get(param)
+                state.unregistered.made_by(watched and watched.key, constructing_module(sys._getframe(1)))
+                if watched is not None and inside_forward(sys._getframe(1)) is not None:
+                    watched.made_in_forward = True  # lazily, at a module's first call
             elif "__deepcopy__" in library_callers(1):
                 state.taints.mark(param, state.taints.get(data))  # a copy is a new leaf of its own, not a cut
                 state.registry.watch_leaf(param, site)

@@ -647,6 +647,16 @@ CASES = {
         scale = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
         (scale * x).sum().backward()
         """),
+    # requires_grad_() on integers (a quantized layer's weight made trainable: b20e_peft_qlora) words it otherwise
+    "dtype_requires_grad_method": ("""
+        codes = torch.randint(0, 255, (4,), dtype=torch.uint8)
+        codes.requires_grad_(True)  # <- autograd_error
+        (codes.float() * x).sum().backward()
+        """, """
+        codes = torch.randint(0, 255, (4,), dtype=torch.uint8).float()
+        codes.requires_grad_(True)
+        (codes * x).sum().backward()
+        """),
     "inplace_nograd_view": ("""
         w = torch.randn(8, 4, requires_grad=True)
         h = w * 2
@@ -953,6 +963,24 @@ def test_a_module_called_twice_on_an_input_it_masks_in_place_is_named_at_that_wr
 
     emb = torch.randn(2, 5, 4, requires_grad=True) * 1.0
     loss = encode(emb).sum() + encode(emb).sum()
+    loss.backward()
+    """)
+    assert error is not None and "modified by an inplace operation" in str(error)
+    assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
+        [("inplace_saved", script.line("inplace_saved"))]
+
+
+def test_a_write_into_the_output_a_relu_saved_is_named_beside_a_later_in_place_layer(snippet):
+    """``+=`` into a ReLU's output (which it saved), then a ``ReLU(inplace=True)`` after a norm layer, harmless, that
+    leaves a tensor of the same shape at the same version: the write into the tensor the ReLU saved is the one
+    (SOTR's mask head)."""
+    script, t, error = traced(snippet, """
+    level0 = nn.Sequential(nn.Linear(4, 6), nn.ReLU())
+    level1 = nn.Linear(4, 6)
+    pred = nn.Sequential(nn.Linear(6, 6), nn.LayerNorm(6), nn.ReLU(inplace=True))
+    feature = level0(x)
+    feature += level1(x)  # <- inplace_saved
+    loss = pred(feature).sum()
     loss.backward()
     """)
     assert error is not None and "modified by an inplace operation" in str(error)

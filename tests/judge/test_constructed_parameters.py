@@ -74,3 +74,20 @@ class Net(nn.Module):
         return self.fc(h) * self.lookup["gain"]
 """)
     assert found == []
+
+
+def test_a_frozen_parameter_made_in_forward_from_a_layer_s_output_runs_and_is_named(snippet):
+    # VO-Transformer's action token: `nn.Parameter(self.embed(a), requires_grad=False)` at every forward; the trace
+    # raised AttributeError there (an unwatched Parameter looked up as watched), and a Parameter set on the module
+    # in its own forward was told as the module "constructed inside" its own forward
+    script, found = loud(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.fc = nn.Linear(4, 4), nn.Linear(4, 1)
+
+    def forward(self, h):
+        self.token = nn.Parameter(self.embed(h), requires_grad=False)  # <- wrapped
+        return self.fc(h + self.token)
+""")
+    assert {(f.kind, f.line) for f in found} == {("new_parameter", script.line("wrapped"))}  # no layer was built here

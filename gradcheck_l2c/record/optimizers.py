@@ -184,6 +184,7 @@ class OptimizerLog:
         self._cleared: dict[int, tuple[Site | None, int, int]] = {}
         self.stepped_since: list[set[int]] = []  # the keys of each optimizer that stepped since the last backward
         self.left_out = LeftOutLeaves(registry, events)  # plain leaves that optimizers holding such leaves left out
+        self.last_reached: set[int] | frozenset[int] = frozenset()  # the keys the latest backward reached
 
     def record_for(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
         """The record of ``optimizer``, made now if it was built before the trace; its watched
@@ -243,6 +244,7 @@ class OptimizerLog:
                 self.held.retire(self.live.pop(ident))
             else:
                 record.reached |= keys
+        self.last_reached = keys
 
     def missed(self, key: int, chain: Chain) -> None:
         """A backward missed ``key`` through the cuts of ``chain``: the next step that holds it will look."""
@@ -303,11 +305,7 @@ class OptimizerLog:
         watched = [w for w in map(self.registry.get, params) if w is not None]
         if not any(self.registry.last_reached(w) > since for w in watched) and clock.assigned == since_assigned:
             return  # they never got gradients: that is told per tensor, not as erased ones
-        key = self.registry.key_of(params[0])
-        cleared = self._cleared.get(id(optimizer))
-        erased_at = cleared[0] if cleared is not None and cleared[1:] == (clock.backwards, clock.assigned) else site
-        self.events.record("optimizer", -1 if key is None else key, erased_at, "erased",
-                           optimizer=type(optimizer).__name__, size=len(params), step=site)
+        _emptied_step(self, record, optimizer, params, site)
 
     def _before_any_backward(self, optimizer: Any, site: Site | None) -> None:
         """A step before any backward or assigned ``.grad`` in the run, on parameters without a gradient: it
@@ -379,3 +377,24 @@ def _user(frame: Any) -> Any:
 def _waiting(live: dict[int, OptimizerRecord]) -> list[OptimizerRecord]:
     """The live optimizers that have not stepped yet."""
     return [r for r in live.values() if r.step_order < 0 and r.optimizer() is not None]
+
+
+def _emptied_step(log: OptimizerLog, record: OptimizerRecord, optimizer: Any, params: list[Any],
+                  site: Site | None) -> None:
+    """``optimizer.step()`` at ``site`` found no gradient, though some arrived since its last step: erased (zero_grad()
+    after backward()), or, the backward before it reaching only another optimizer's parameters, their lists swapped."""
+    key = log.registry.key_of(params[0])
+    last = log.last_reached
+    holder = None if not last or not last.isdisjoint(record.keys) else next(
+        (other for other in log.live.values() if other is not record and other.optimizer() is not None
+         and last <= other.keys), None)
+    if holder is not None:
+        log.events.record("optimizer", -1 if key is None else key, record.params_site or record.site, "swapped",
+                          optimizer=record.name, size=len(params), step=site, first=holder.name,
+                          records=(record, holder))
+        return
+    cleared = log._cleared.get(id(optimizer))
+    clock = log.clock
+    erased_at = cleared[0] if cleared is not None and cleared[1:] == (clock.backwards, clock.assigned) else site
+    log.events.record("optimizer", -1 if key is None else key, erased_at, "erased",
+                      optimizer=type(optimizer).__name__, size=len(params), step=site)

@@ -359,6 +359,30 @@ KNOWN_MISSES: dict[str, str] = {
     "b20f_mae_dfer_messenger_token_view_overwritten":
         "first pass: inplace_saved e :69, the write (family 3's line); the case names the read where the fix's "
         ".clone() goes",
+    # Batch 21, first pass: 8 of 17 (tests/cases/README.md).
+    "b21b_renet_attn_aggregator_output_dropped":
+        "first pass: non_differentiable e :47, the softmax over groups of one element (true of those groups); the "
+        "attention's output is never used (the zeros line the case names carries no operation on it)",
+    "b21b_deformable_pvrcnn_offset_grouping_no_grad":
+        "first pass: detach e :19, inside the ball query's stand-in, whose detached distances only pick indices; the "
+        "grouping under no_grad that the case names comes later in the flow",
+    "b21c_monai_ssimloss_metric_call_detaches":
+        "first pass: detach e :17, in the metric's __call__ (the stand-in of MONAI's code); the case names the call "
+        "the fix replaced",
+    "b21c_monai_warp_nearest_blocks_ddf_grad":
+        "first pass: nothing; grid_sample's nearest mode gives the grid an exactly zero gradient, which the trace "
+        "does not know",
+    "b21d_smoothinv_diffusion_denoise_no_grad":
+        "first pass: no_grad e :101, the first op in the with block (the corpus's line); the case names the with",
+    "b21e_pytorch_custom_function_output_scaled_inplace":
+        "first pass: autograd_error e :21, the Function's `return x` (clone it, the other valid fix); the case names "
+        "the in-place write",
+    "b21f_alphappimi_optimizer_feature_only_classifier":
+        "first pass: optimizer w :144, the last of two optimizers that leave the feature extractor out; the case "
+        "names the first",
+    "b21f_ltir_optimizer_step_before_adv_backward":
+        "first pass: optimizer w :75, the step before the adversarial backward, at the case's line under another "
+        "kind (the case says cut_term)",
     "b18c_attention_is_all_you_need_position_enc_left_out_of_optimizer":
         "first pass: optimizer w :39, the filter that leaves the table out of the trainable parameters; the case "
         "names the optimizer (:47)",
@@ -397,6 +421,9 @@ KNOWN_NOISY: dict[str, str] = {
     "b20f_gail_airl_ppo_clamp_inplace_on_chunk_view":
         "optimizer w :69: the critic gets gradients through the actor's loss and is in no optimizer: the script "
         "keeps SAC's actor update only (true of the script)",
+    "b21d_smoothinv_diffusion_denoise_no_grad":
+        "optimizer w :121: the classifier and the denoiser get gradients, are in no optimizer and are not frozen "
+        "(true of the script)",
 }
 
 

@@ -591,6 +591,29 @@ def test_zero_grad_between_backward_and_step(snippet):
     assert fixed.run().findings == []
 
 
+def test_two_optimizers_given_each_other_s_parameters_are_named_where_they_were_built(snippet):
+    # genrl's A2C (b21a_genrl): each step finds its gradients cleared by the other's zero_grad(), because the
+    # backward before it reached only the other's parameters; not a zero_grad() in the wrong place
+    buggy = snippet(program("""
+    actor, critic = nn.Linear(4, 3), nn.Linear(4, 1)
+    optimizer_policy = torch.optim.Adam(critic.parameters(), lr=0.01)  # <- policy
+    optimizer_value = torch.optim.Adam(actor.parameters(), lr=0.01)  # <- value
+    for step in range(3):
+        optimizer_policy.zero_grad()
+        F.cross_entropy(actor(x), y).backward()
+        optimizer_policy.step()  # <- policy_step
+        optimizer_value.zero_grad()
+        critic(x).pow(2).mean().backward()
+        optimizer_value.step()
+    """))
+    findings = buggy.run().findings
+    assert sorted((f.kind, f.line, f.severity) for f in findings) == [
+        ("optimizer", buggy.line("policy"), "warning"), ("optimizer", buggy.line("value"), "warning")]
+    policy = next(f for f in findings if f.line == buggy.line("policy"))
+    assert {(p.role, p.line) for p in policy.related} == {("symptom", buggy.line("policy_step")),
+                                                          ("used", buggy.line("value"))}
+
+
 def test_legacy_variable_rewrap(snippet):
     script = snippet(program("""
     from torch.autograd import Variable

@@ -30,6 +30,18 @@ def scan(run) -> list[Finding]:
                 event.count, related={"symptom": event.extra.get("step")},
             ))
             continue
+        if event.detail == "swapped":
+            optimizer, other = event.extra["optimizer"], event.extra["records"][1]
+            there = other.params_site or other.site
+            found.append(run.finding(
+                KIND, "warning", f"{optimizer} ({event.extra['size']} parameters)", event.site,
+                f"the {optimizer} given this list finds no gradient at its step() (at {event.extra.get('step')}): the "
+                f"backward before it reached only parameters of the {other.name} given the list at {there}, none of "
+                "these, so the two optimizers look given each other's parameters and neither changes a weight.",
+                f"give the {optimizer} here the parameters its loss trains, and the {other.name} at {there} its own.",
+                event.count, related={"symptom": event.extra.get("step"), "used": there},
+            ))
+            continue
         if event.detail == "no_backward":
             if not (record.backwards or record.autograd_errors or record.untraced):  # none here, nor elsewhere
                 found.append(_no_backward(run, event))
@@ -160,7 +172,7 @@ def _unread(run, never: set[tuple[str, int]]) -> list[Finding]:
     """Backwards whose gradients no step read: the optimizer stepped before them and cleared them after (not
     those of an optimizer that never stepped, at the lines in ``never``: its missing step is the finding)."""
     found = []
-    erased = {event.extra.get("optimizer") for event in run.record.events(KIND) if event.detail == "erased"}
+    erased = {event.extra.get("optimizer") for event in run.record.events(KIND) if event.detail in ("erased", "swapped")}
     for entry in run.record.unread_backwards:
         if entry.optimizer in erased or (entry.site is not None and (entry.site.file, entry.site.line) in never):
             continue  # a zero_grad() between backward and step: told as erased gradients, at that zero_grad()

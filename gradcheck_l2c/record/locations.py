@@ -12,7 +12,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -165,11 +165,7 @@ def asked_at(made: Any, depth: int = 1) -> tuple[FrameType | None, Site | None]:
     """The innermost user frame above the caller, and its line, outside ``made``'s own ``__init__``: where the object
     being built now was asked for (``HybridAdam(unet.parameters())``, not the ``super().__init__(params)`` of the
     user's subclass)."""
-    frame = user_frame(depth + 1)
-    while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is made:
-        frame = frame.f_back
-        while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
-            frame = frame.f_back
+    frame = _user_frame_outside(sys._getframe(depth + 1), lambda self: self is made)
     return frame, (None if frame is None else _site(frame))
 
 
@@ -177,12 +173,17 @@ def built_at(depth: int = 1) -> Site | None:
     """The innermost user line above the caller that is not inside a module's ``__init__``: where the
     module (or Parameter) being made now was asked for (``self.policy = Policy()``, not the ``nn.Linear``
     inside ``Policy.__init__``)."""
-    frame: FrameType | None = sys._getframe(depth + 1)
+    frame = _user_frame_outside(sys._getframe(depth + 1), lambda self: isinstance(self, nn.Module))
+    return None if frame is None else _site(frame)  # one Site per line, shared by the Parameters a fold makes
+
+
+def _user_frame_outside(frame: FrameType | None, building: Callable[[Any], bool]) -> FrameType | None:
+    """The first user frame from ``frame`` outwards that is not an ``__init__`` whose ``self`` is ``building``."""
     while frame is not None:
         code = frame.f_code
         if frame_kind(code.co_filename) == USER and not (
-                code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), nn.Module)):
-            return _site(frame)  # one Site per line, shared (a model built per fold makes one per Parameter)
+                code.co_name == "__init__" and building(frame.f_locals.get("self"))):
+            return frame
         frame = frame.f_back
     return None
 

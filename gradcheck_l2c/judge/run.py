@@ -3,22 +3,19 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
-from gradcheck_l2c.judge.listing import listed
 from gradcheck_l2c.judge.grad_stats import layer_gradients
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
+from gradcheck_l2c.judge.zero_gradients import zero_gradient_findings
 from gradcheck_l2c.record.facts import Event, Site, StepMiss, Watched
 from gradcheck_l2c.record.query import TraceRecord
 from gradcheck_l2c.records import CapturedGraph, Cut, Finding, LayerGradients, Related, WatchedTensor
 from gradcheck_l2c.rules import KINDS as _ALL_KINDS
 from gradcheck_l2c.rules import rule_for
-
-
-_NAMES_IN_NOTE = 4
-_DEPTH = 20  # this many tensors with exactly-zero gradients: the depth explains it, not each tensor
 
 
 @dataclass
@@ -57,12 +54,30 @@ class Run:
         of the same layer: ``fc.weight.grad`` asks for ``fc.bias`` too), or creating it with
         ``requires_grad=True`` themselves (module parameters require grad by default) — unless
         ``copy.deepcopy`` copied it: then the copies learn, and the template is judged through them."""
-        return (watched.explicit or watched.grad_read is not None or (watched.user_leaf and not watched.copied)
+        return (watched.explicit or watched.grad_read is not None
+                or (watched.user_leaf and not watched.copied and not self._kept_by_hand(watched))
                 or (self.record.spec.narrowed and watched.key in self.keys)
                 or (bool(self._asked_layers) and _layer(watched) in self._asked_layers))
 
     def expected_or_optimized(self, watched: Watched) -> bool:
         return self.expected(watched) or self.optimized_param(watched)
+
+    def _kept_by_hand(self, watched: Watched) -> bool:
+        """A parameter of a module none of whose parameters an optimizer holds or a backward reached, while optimizers
+        step other modules: a copy the script keeps itself (an EMA generator, a target network built anew)."""
+        if watched.owner is None or watched.ever_grad or self.optimized_param(watched):
+            return False
+        trained = self._trained_modules
+        return bool(trained) and watched.owner.ident not in trained
+
+    @functools.cached_property
+    def _trained_modules(self) -> frozenset[int]:
+        """The modules (ids) whose parameters an optimizer holds or a backward reached; none if no optimizer holds a
+        module's parameter."""
+        owned = [w for w in self.record.watched() if w.owner is not None]
+        if not any(self.optimized_param(w) for w in owned):
+            return frozenset()
+        return frozenset(w.owner.ident for w in owned if w.ever_grad or self.optimized_param(w))
 
     def optimized_param(self, watched: Watched) -> bool:
         """The tensor sits in an optimizer: someone meant it to learn."""
@@ -215,7 +230,7 @@ def judge(record: TraceRecord) -> Verdict:
             finding = run.cut_finding(event, watched.name, symptom=symptom)
             by_event[id(event)] = finding
             run.findings.append(finding)
-    run.findings.extend(_zero_gradients(run, zero))
+    run.findings.extend(zero_gradient_findings(run, zero))
     for taint in record.dead_ends:
         for key, chain in taint.chains.items():
             if key in keys:
@@ -306,48 +321,6 @@ def _listed(run: Run, watched: Watched, named: set[str]) -> bool:
 
 def _optimized(record: TraceRecord) -> set[int]:
     return {id(p) for optimizer in record.optimizers for p in (ref() for ref in optimizer.params) if p is not None}
-
-
-def _zero_gradients(run: Run, zero: list[Watched]) -> list[Finding]:
-    """Gradients that arrived but were exactly zero. A zero-derivative op on the way (``round``,
-    ``argmax``) is a cut: an error there. Otherwise it is mathematics (a loss invariant to the
-    tensor, a piecewise-linear function's second derivative, dead ReLUs, underflow through depth):
-    one note for all of them, with how many tensors it covers."""
-    findings: list[Finding] = []
-    plain: list[Watched] = []
-    for watched in zero:
-        events = [e for e in run.record.events_for(watched.key) if e.kind == "non_differentiable"]
-        if any(e.extra.get("output") not in ("integer", "bool") for e in events):
-            # a path of values was flattened (a softmax over one element, round): that zeroed the gradient; the
-            # indices and masks beside it (a top-k's routing) carry none by design
-            events = [e for e in events if e.extra.get("output") not in ("integer", "bool")]
-        if events:
-            findings.extend(run.cut_finding(e, watched.name) for e in sorted(events, key=lambda e: e.order))
-        else:
-            plain.append(watched)
-    if not plain:
-        return findings
-    first = plain[0]
-    names = listed(dict.fromkeys(w.name for w in plain), _NAMES_IN_NOTE)
-    if len(plain) >= _DEPTH:
-        why = (f"{len(plain)} tensors ({names}) received gradients that are exactly zero: most likely they "
-               "vanished (underflowed) on the way back through many layers")
-        fix = ("nothing to change if this is expected; otherwise shorten the path between them and the loss "
-               "(residual connections, normalisation, ReLU/GELU instead of sigmoid).")
-    else:
-        fix = ("nothing to change if the loss is not meant to depend on them here; otherwise look for what "
-               "flattens the path to the loss (a saturated activation, dead ReLUs, a clamp, a term that cancels).")
-        one = len(plain) == 1
-        why = (f"{names} received {'a gradient that is' if one else 'gradients that are'} exactly zero: the "
-               f"loss does not change with {'it' if one else 'them'} here (a loss invariant to it, a "
-               "piecewise-linear function's second derivative, dead ReLUs, or underflow through depth)")
-    findings.append(run.finding(
-        "non_differentiable", "info", first.name, run.record.defined_at(first),
-        why + "; no cut explains it, so this is the mathematics of the model, not a bug in the code.",
-        fix,
-        count=len(plain),
-    ))
-    return findings
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

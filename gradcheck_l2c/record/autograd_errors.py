@@ -31,7 +31,7 @@ from gradcheck_l2c.record.origins import Origins, running_frames
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
-from gradcheck_l2c.record.watch import WatchRegistry
+from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
 Tensor = torch.Tensor
 
@@ -88,6 +88,10 @@ class ErrorRecorder:
                 cause, detail = self._non_scalar(roots)
             elif category in ("unused_input", "input_no_grad"):
                 subject, key, detail = self._input(category, roots, inputs, frame, subject)
+                if category == "input_no_grad" and inputs is None:  # a custom backward's own autograd.grad refused
+                    last, count = _frozen(self.registry, every=False)  # a frozen parameter (reentrant checkpointing)
+                    if last is not None:
+                        cause, key, detail = last.frozen_at, last.key, {"frozen_inputs": count, "last": last.name}
             elif category == "function_backward":
                 cause, detail = function_backward_site(text, _tensors(roots))
             elif category == "function_no_backward":
@@ -104,22 +108,12 @@ class ErrorRecorder:
                 cause = Site(call.file, made) if made is not None else call
                 detail = {"forward_of": self.scope.custom_forwards[-1]}
             elif category == "graphless":
-                cause, detail = self._all_frozen()
+                last, count = _frozen(self.registry, every=True)
+                if last is not None:
+                    cause, detail = last.frozen_at, {"frozen": count, "last": last.name}
             reaches = _reached_leaves(self.registry, roots)
         return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure,
                                         reaches=reaches))
-
-    def _all_frozen(self) -> tuple[Site | None, dict[str, Any]]:
-        """A loss without graph while every live parameter was switched off by user code: the line that froze
-        the last one made (the head, the part a freezing loop means to keep trainable)."""
-        params = [w for w in self.registry.all if w.is_parameter and w.tensor is not None]
-        if not params or not all(w.frozen for w in params):
-            return None, {}
-        last = max((w for w in params if w.frozen_at is not None), key=lambda w: w.key, default=None)
-        if last is None:
-            return None, {}
-        resolve_names(self.registry)
-        return last.frozen_at, {"frozen": len(params), "last": last.name}
 
     def op(self, error: RuntimeError, func: Any, args: tuple, kwargs: dict) -> AutogradError | None:
         """An op raised ``error`` in forward; kept when it is one of autograd's (`IN_FORWARD`)."""
@@ -262,6 +256,18 @@ class ErrorRecorder:
                 name = (variable_name(frame, tensor) if frame is not None else None) or f"inputs[{index}]"
                 return name, watched.key if watched is not None else None, {"index": index, "output": subject}
         return "inputs", None, {"output": subject}
+
+
+def _frozen(registry: WatchRegistry, every: bool) -> tuple[Watched | None, int]:
+    """The last parameter made among those user code switched off (the head, the part a freezing loop means to
+    keep trainable: its ``frozen_at`` is the line), and how many are off: if ``every`` live parameter is (a loss
+    without graph), or any (a custom backward asked autograd.grad for one); None if not so."""
+    params = [w for w in registry.all if w.is_parameter and w.tensor is not None]
+    frozen = [w for w in params if w.frozen and w.frozen_at is not None]
+    if not frozen or (every and not all(w.frozen for w in params)):
+        return None, 0
+    resolve_names(registry)
+    return max(frozen, key=lambda w: w.key), len(params) if every else len(frozen)
 
 
 def _stepped_below(registry: WatchRegistry, stepped: list[set[int]], node: Any) -> bool:

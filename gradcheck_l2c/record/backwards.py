@@ -9,6 +9,7 @@ import torch
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.arrivals import Arrivals
+from gradcheck_l2c.record.code_lines import attribute_read
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
@@ -47,6 +48,7 @@ class NonLeafRead(NamedTuple):
     grad_fn: Any
     made_here: Site | None = None  # the line of the reading function that the tensor came out of
     refused: bool = False  # an optimizer refused it ("can't optimize a non-leaf Tensor") rather than a .grad read
+    stored: bool = False  # read as an attribute (``model.h.grad``): a method kept it there, where it was made
 
 class BackwardLog:
     """Facts about the backward passes of the traced thread and the ``.grad`` reads after them."""
@@ -244,10 +246,7 @@ class BackwardLog:
         elif tensor.is_leaf and not tensor.requires_grad:
             self.unregistered.plain_attribute(registry, tensor, site)
         elif not tensor.is_leaf:
-            frame = user_frame(2)
-            name = variable_name(frame, tensor) if frame is not None else None
-            self.nonleaf_reads.append(NonLeafRead(site, name or "tensor", tensor.is_leaf, tensor.grad_fn,
-                                                  _line_in(frame, tensor.grad_fn)))
+            self.nonleaf_reads.append(_nonleaf_read(tensor, user_frame(2), site))
 
 
 def _line_in(frame: Any, node: Any) -> Site | None:
@@ -255,3 +254,19 @@ def _line_in(frame: Any, node: Any) -> Site | None:
     function it called made it), if the first iteration's lines were remembered (`origins.MADE`)."""
     stack = node.metadata.get(MADE) if frame is not None and node is not None else None
     return next((site for ident, code, site in stack or () if ident == id(frame) and code is frame.f_code), None)
+
+
+def _nonleaf_read(tensor: Tensor, frame: Any, site: Site | None) -> NonLeafRead:
+    """A ``.grad`` read of a non-leaf in ``frame``: named by the frame's variable, or, read as an attribute
+    (``model.out.grad``), by it and the line that made it, wherever that ran (not the call that ran the method)."""
+    stored = attribute_read(frame.f_code, frame.f_lasti) if frame is not None else None
+    if stored is not None:
+        return NonLeafRead(site, stored, False, tensor.grad_fn, _made(tensor.grad_fn), stored=True)
+    name = variable_name(frame, tensor) if frame is not None else None
+    return NonLeafRead(site, name or "tensor", False, tensor.grad_fn, _line_in(frame, tensor.grad_fn))
+
+
+def _made(node: Any) -> Site | None:
+    """The user line that made ``node``, innermost (`origins.MADE`, remembered in the first iteration)."""
+    stack = node.metadata.get(MADE) if node is not None else None
+    return stack[0][2] if stack else None

@@ -1,6 +1,6 @@
 """What the statements on a line of compiled user code do, read from its code object (never its text): the
-lines of a function's ``return``s, the lines that store a value as an attribute of an object, and those that bind
-a name."""
+lines of a function's ``return``s, the lines that store a value as an attribute of an object, those that bind
+a name, and the attribute an instruction reads a value through."""
 from __future__ import annotations
 
 import dis
@@ -11,6 +11,8 @@ from types import CodeType
 _RETURNS = frozenset(("RETURN_VALUE", "RETURN_CONST"))
 _ATTRIBUTE_STORES = frozenset(("STORE_ATTR",))
 _NAME_STORES = frozenset(("STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"))
+_NAME_LOADS = frozenset(("LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF"))
+_COMPUTING = frozenset(("LOAD_METHOD", "BINARY_OP", "BINARY_SUBSCR"))  # what follows a value computed with at once
 
 
 def return_lines(code: CodeType) -> list[int]:
@@ -27,6 +29,42 @@ def stores_attribute(code: CodeType, line: int) -> bool:
 def last_binding(code: CodeType, name: str, line: int) -> int | None:
     """The last line above ``line`` in ``code`` that binds the name ``name`` (``loss = ...``), or None."""
     return max((ln for ln in _bindings(code).get(name, ()) if ln < line), default=None)
+
+
+def attribute_read(code: CodeType, offset: int) -> str | None:
+    """The object whose attribute the instruction at ``offset`` reads, when that object was itself read as an attribute
+    of a name (``model.h`` of ``model.h.grad``); None when it is a name, or anything else."""
+    listing = _listing(code)
+    index = next((i for i, instruction in enumerate(listing) if instruction.offset == offset), 0)
+    parts = []
+    while index > 0 and listing[index - 1].opname == "LOAD_ATTR":
+        index -= 1
+        parts.append(listing[index].argval)
+    if not parts or index == 0 or listing[index - 1].opname not in _NAME_LOADS:
+        return None
+    return ".".join([listing[index - 1].argval, *reversed(parts)])
+
+
+@functools.lru_cache(maxsize=256)
+def self_attribute_ops(code: CodeType) -> dict[str, int]:
+    """The first line where a method computes with an attribute of its ``self``: calls a method of it
+    (``self.edge_weight.sigmoid()``) or applies an operator right after reading it (``x * self.w``, ``self.w[0]``)."""
+    if not code.co_argcount:
+        return {}
+    listing, found = _listing(code), {}
+    spans = list(code.co_lines())
+    for before, instruction, after in zip(listing, listing[1:], listing[2:]):
+        if instruction.opname == "LOAD_ATTR" and before.opname == "LOAD_FAST" and before.argval == code.co_varnames[0] \
+                and after.opname in _COMPUTING:
+            line = next((ln for start, end, ln in spans if start <= instruction.offset < end), None)
+            if line is not None:
+                found.setdefault(instruction.argval, line)
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _listing(code: CodeType) -> list[dis.Instruction]:
+    return list(dis.get_instructions(code))
 
 
 @functools.lru_cache(maxsize=256)

@@ -73,7 +73,7 @@ class FailureRecorder:
         text = str(error)
         if "modified by an inplace operation" in text:
             return self._stale(text, roots)
-        if "does not require grad" in text:
+        if "does not require grad and does not have a grad_fn" in text:  # not an input of autograd.grad refused
             self.backwards.graphless.append(user_site(1))  # the symptom: judged with the rest at the end
             frame = user_frame(1)
             if frame is not None:

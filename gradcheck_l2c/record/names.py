@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.source_sites import forward_site
+from gradcheck_l2c.record.source_sites import forward_reads, forward_site
 from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
 
@@ -103,7 +103,8 @@ def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
     modules = dict(root.named_modules())
     called = registry.called
     for prefix, module in modules.items():
-        params = [registry.get(p) for p in module.parameters(recurse=False)]
+        named = list(module.named_parameters(recurse=False))
+        params = [registry.get(p) for _, p in named]
         if not any(params):
             continue
         keys = tuple(w.key for w in map(registry.get, module.parameters()) if w is not None)
@@ -113,10 +114,11 @@ def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
         if prefix:
             chain.append(root)
         calls = tuple((id(m), type(m).__name__, called[id(m)][1] if id(m) in called else None) for m in chain)
-        for watched in params:
+        for (attribute, _), watched in zip(named, params):
             if watched is not None:
                 watched.siblings, watched.forwards, watched.holder = keys, forwards, type(module).__name__
-                watched.calls = calls
+                watched.calls, watched.read_in_forward = calls, forward_reads(type(module), attribute)
+
 
 def _fallback_name(watched: Watched) -> str:
     """A name for a tensor no live module holds: its module attribute, variable, or creation line."""

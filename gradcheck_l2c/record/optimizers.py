@@ -11,12 +11,13 @@ import torch
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.held import HeldTensors
+from gradcheck_l2c.record.left_out import LeftOutLeaves
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_stack
 from gradcheck_l2c.record.param_sources import group_left_out, params_built_at, step_call_guard
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
 from gradcheck_l2c.record.torch_internals import functions_off
-from gradcheck_l2c.record.updates import UpdateLog, fingerprint
+from gradcheck_l2c.record.updates import UpdateLog
 from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
 _STRIDED = torch.strided
@@ -92,62 +93,6 @@ def note_sources(record: OptimizerRecord, frame: Any, registry: WatchRegistry) -
         record.group_keys = {registry.key_of(p) for p in left[1]} - {None}
 
 
-@dataclass(eq=False)
-class _Told:
-    """A parameter told in no optimizer: it, its values at its first gradient, and the backwards left to look."""
-
-    ref: weakref.ref
-    before: torch.Tensor
-    looks: int
-
-
-class LeftOutLeaves:
-    """Plain leaves the script made with ``requires_grad=True`` that got a gradient while optimizers held such leaves
-    but not them: a weight left out of the list never changes, an input whose gradient the script uses is changed by it
-    or made anew. And parameters in no optimizer, told at once: the script may step one itself (a Lagrange multiplier
-    raised along its gradient by hand), which the next backwards that reach it show."""
-
-    _LOOKS = 3
-
-    def __init__(self, registry: WatchRegistry, events: EventLog) -> None:
-        self.registry, self.events = registry, events
-        self._first: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # key -> (the leaf, its values' fingerprint)
-        self.told: dict[int, _Told] = {}  # parameters told in no optimizer, looked at by their next backwards
-
-    def first_gradient(self, key: int, tensor: torch.Tensor) -> None:
-        """The leaf ``key`` got its first gradient and no optimizer holds it: its values now, while it lives."""
-        first = self._first
-        first[key] = (weakref.ref(tensor, lambda _: first.pop(key, None)), fingerprint(tensor))
-
-    def tell(self, key: int, tensor: torch.Tensor) -> None:
-        """The parameter ``key`` was told in no optimizer at its first gradient: its values now, for `look`."""
-        told = self.told
-        told[key] = _Told(weakref.ref(tensor, lambda _: told.pop(key, None)), fingerprint(tensor), self._LOOKS)
-
-    def look(self, keys: set[int]) -> None:
-        """A backward reached ``keys``: a parameter told in no optimizer whose values changed since its first gradient
-        was stepped by the script (looked at by its next few backwards only)."""
-        for key in self.told.keys() & keys:
-            entry = self.told[key]
-            tensor = entry.ref()
-            entry.looks -= 1
-            if tensor is not None and not torch.equal(fingerprint(tensor), entry.before):
-                self.registry.all[key].stepped_by_script = True
-                entry.looks = 0
-            if entry.looks <= 0:
-                del self.told[key]
-
-    def end(self, held: HeldTensors) -> None:
-        """The trace ends: such a leaf that no optimizer took since, that later backwards gave gradients too, and whose
-        values never changed is in no optimizer."""
-        for key, (ref, before) in list(self._first.items()):
-            watched, tensor = self.registry.all[key], ref()
-            if tensor is None or watched.optimized or watched.last_reached <= watched.first_reached or held(tensor):
-                continue
-            if torch.equal(fingerprint(tensor), before):
-                self.events.record("optimizer", key, watched.site, "none")
-
-
 @dataclass
 class StepMiss:
     """A tensor that an optimizer stepped without a gradient, although a loss since its previous step
@@ -174,6 +119,7 @@ class OptimizerLog:
         self.live: dict[int, OptimizerRecord] = {}  # id(optimizer) -> record, for the optimizers alive
         self.held = HeldTensors(self.live)  # whether any of `records` holds a tensor
         self.plain_leaves = False  # whether any of them holds tensors the script made with requires_grad=True
+        self.weights = False  # whether any of them holds a module's parameter
         # keys missed by a backward since an optimizer holding them last stepped, keys some step found with
         # their gradient, and keys stepped without it
         self.unstepped: dict[int, set[Chain]] = {}
@@ -204,6 +150,7 @@ class OptimizerLog:
             record.keys.add(watched.key)
             if watched.user_leaf and not watched.is_parameter:
                 self.plain_leaves = True
+            self.weights = self.weights or not watched.user_leaf or watched.owner is not None
         return record
 
     def lone_backward(self, frame: Any, reached: set[int]) -> None:
@@ -258,6 +205,8 @@ class OptimizerLog:
         if not self.records or tensor is None or self.held(tensor):
             return
         if watched.is_parameter:
+            if not self.weights:  # every optimizer steps inputs (an image, latents): the model is what they go through
+                return
             self.events.record("optimizer", watched.key, watched.site, "none")
             self.left_out.tell(watched.key, tensor)
         elif watched.user_leaf and self.plain_leaves:

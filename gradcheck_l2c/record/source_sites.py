@@ -12,6 +12,7 @@ from typing import Any
 
 from torch import nn
 
+from gradcheck_l2c.record.code_lines import self_attribute_ops
 from gradcheck_l2c.record.locations import KIND_CACHES, USER, Site, frame_kind
 
 
@@ -26,6 +27,16 @@ def module_site(module: Any) -> Site | None:
 
 
 @functools.lru_cache(maxsize=256)
+def forward_reads(cls: type, attribute: str) -> Site | None:
+    """The line where the user's ``forward`` of a module class computes with ``self.<attribute>`` (a method of it, an
+    operator on it), if it does."""
+    code = getattr(getattr(cls, "forward", None), "__code__", None)
+    if code is None or frame_kind(code.co_filename) != USER:
+        return None
+    line = self_attribute_ops(code).get(attribute)
+    return Site(os.path.abspath(code.co_filename), line) if line is not None else None
+
+
 def forward_site(cls: type, user_only: bool = True) -> Site | None:
     """Where a module class defines ``forward``: only for classes of user code (their parameters are judged
     by it), or, not ``user_only``, wherever it is (DDP's report names torch's own modules as well)."""

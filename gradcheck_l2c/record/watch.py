@@ -77,6 +77,7 @@ class Watched:
     stepped_by_script: bool = False  # in no optimizer, yet its values changed after its first gradient
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
     forwards: tuple[Site | None, Site | None] = (None, None)  # forward of that module, and of its parent
+    read_in_forward: Site | None = None  # the line where that forward computes with it (``self.<name>.op()``)
     holder: str = ""  # class of the module that holds it
     calls: tuple[tuple[int, str, Site | None], ...] = ()  # that module and those above it: id, class, first call
     last_reached: int = 0  # the backward call (1-based) that last gave it a gradient

@@ -52,7 +52,45 @@ def traced(snippet, code: str):
     return script, t, error
 
 
+CHECKPOINT = """
+class Checkpoint(torch.autograd.Function):  # latent-diffusion's: it asks for the block's parameters' gradients too
+    @staticmethod
+    def forward(ctx, run, n, *args):
+        ctx.run, ctx.inputs, ctx.params = run, list(args[:n]), list(args[n:])
+        with torch.no_grad():
+            return run(*ctx.inputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = [t.detach().requires_grad_(True) for t in ctx.inputs]
+        with torch.enable_grad():
+            out = ctx.run(*inputs)
+        return (None, None) + torch.autograd.grad(out, inputs + ctx.params, grads, allow_unused=True)
+"""
+
 CASES = {
+    # a reentrant checkpoint of its own asks autograd.grad for parameters the script froze (T2I-Adapter's frozen UNet)
+    "checkpoint_frozen": (CHECKPOINT + """
+block, adapter = nn.Linear(4, 4), nn.Linear(4, 4)
+for p in block.parameters():
+    p.requires_grad = False  # <- autograd_error
+opt = torch.optim.SGD(adapter.parameters(), lr=0.1)
+for step in range(2):
+    h = Checkpoint.apply(block, 1, adapter(x), *block.parameters())
+    opt.zero_grad()
+    F.cross_entropy(h[:, :3], y).backward()  # <- symptom
+    opt.step()
+""", CHECKPOINT + """
+block, adapter = nn.Linear(4, 4), nn.Linear(4, 4)
+for p in block.parameters():
+    p.requires_grad = False
+opt = torch.optim.SGD(adapter.parameters(), lr=0.1)
+for step in range(2):
+    h = Checkpoint.apply(block, 1, adapter(x), *[p for p in block.parameters() if p.requires_grad])
+    opt.zero_grad()
+    F.cross_entropy(h[:, :3], y).backward()
+    opt.step()
+"""),
     # a hidden state carried from one iteration into the next keeps the graph the last backward freed
     "freed_carried": ("""
         cell = nn.RNNCell(4, 6)

@@ -265,6 +265,35 @@ def test_no_grad_rebinding_is_explained_when_backward_fails(snippet):
     assert f"{script.path.name}:{script.line('no_grad')}" in note
 
 
+@pytest.mark.parametrize("use, named", [
+    ("edge.set_value(self.weight.sigmoid())  # <- use", "use"),  # computed with, the result dropped
+    ("solve(x, params=(self.weight,))  # <- use", "made"),  # handed on, never computed with: the definition
+])
+def test_a_parameter_forward_computes_with_and_drops_is_named_where_it_does(snippet, use, named):
+    """PyG's SparseTensor.set_value returns a new tensor: forward computes an edge weight from the parameter and
+    drops it. A parameter forward only hands to a function that ignores it stays named where it is made."""
+    script = snippet(program(f"""
+    class Edge:
+        def set_value(self, value):
+            return Edge()
+    def solve(x, params=()):
+        return x
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(4))  # <- made
+            self.fc = nn.Linear(4, 3)
+        def forward(self, x, edge):
+            {use}
+            return self.fc(x)
+    model = Net()
+    for _ in range(2):
+        F.cross_entropy(model(x, Edge()), y).backward()
+    """))
+    found = [(f.kind, f.line) for f in script.run().findings if f.severity == "error"]
+    assert found == [("unused_parameter", script.line(named))]
+
+
 def test_unused_parameter_names_the_submodule(snippet):
     script = snippet(program("""
     class Net(nn.Module):
@@ -353,6 +382,29 @@ def test_non_leaf_watched_names_the_conversion(snippet):
     found = [f for f in t.findings if f.kind == "non_leaf_watched"]
     assert [(f.tensor, f.line) for f in found] == [("w", script.line("made"))]
     assert [(r.role, r.line) for r in found[0].related] == [("symptom", script.line("read"))]
+
+
+def test_a_non_leaf_read_as_an_attribute_is_named_where_the_method_made_it(snippet):
+    """``model.out.grad`` of a result forward keeps on the module: the line in forward that made it, not the call of
+    the model that returned it under another name."""
+    script = snippet(program("""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+        def forward(self, x):
+            self.out = self.fc(x)  # <- made
+            return self.out
+    model = Net()
+    for _ in range(2):
+        out = model(x)
+        F.cross_entropy(out, y).backward()
+        print(model.out.grad)  # <- read
+    """))
+    found = [f for f in script.run().findings if f.kind == "non_leaf_watched"]
+    assert [(f.tensor, f.line) for f in found] == [("model.out", script.line("made"))]
+    assert [(r.role, r.line) for r in found[0].related] == [("symptom", script.line("read"))]
+    assert "retain_grad() on the out this line makes" in found[0].fix
 
 
 def test_inplace_saved_error_is_enriched_with_both_lines(snippet):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 PRELUDE = """
 import copy
 import torch
@@ -487,3 +489,60 @@ def test_a_parameter_the_script_steps_by_hand_is_not_in_no_optimizer(snippet):
     """))
     found = loud(script.run())
     assert [(kind, tensor, line) for kind, tensor, line, _ in found] == [("optimizer", "scale", script.line("optimizer"))]
+
+
+@pytest.mark.parametrize("made", ["x.clone().requires_grad_(True)", "nn.Parameter(x.clone())"])
+def test_an_input_optimised_through_a_model_left_unfrozen_is_silent(snippet, made):
+    """Style transfer, adversarial examples, a search in a generator's latent space: the optimizers hold inputs only
+    (plain leaves or Parameters no module holds), and the model the loss runs through gets gradients it never uses
+    (left unfrozen): no parameter left out."""
+    script = snippet(program(f"""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    image = {made}
+    opt = torch.optim.Adam([image], lr=0.05)
+    for step in range(4):
+        opt.zero_grad()
+        loss = -F.cross_entropy(model(image), y)
+        loss.backward()
+        opt.step()
+    """))
+    t = script.run()
+    assert loud(t) == [] and missing(t) == []
+
+
+EMA_GENERATOR = """
+class Scaled(nn.Module):  # StyleGAN2's EqualLinear: its own Parameters
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(3, 4))
+        self.bias = nn.Parameter(torch.zeros(3))
+
+    def forward(self, x):
+        return F.linear(x, self.weight * 0.5, self.bias)
+
+generator, g_ema = Scaled(), Scaled()
+g_ema.load_state_dict(generator.state_dict())
+opt = torch.optim.Adam({trained}, lr=0.01)
+for step in range(3):
+    loss = F.cross_entropy(generator(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():
+        for p_ema, p in zip(g_ema.parameters(), generator.parameters()):
+            p_ema.data.mul_(0.9).add_(p.data, alpha=0.1)
+        sample = g_ema(x)  # <- sample
+"""
+
+
+def test_an_averaged_copy_built_anew_and_used_under_no_grad_is_silent(snippet):
+    """StyleGAN2's g_ema: a second generator of the user's own layers, in no optimizer, averaged by hand and sampled
+    under no_grad: not a model meant to learn."""
+    t = snippet(program(EMA_GENERATOR.format(trained="generator.parameters()"))).run()
+    assert loud(t) == [] and missing(t) == []
+
+
+def test_the_same_layers_an_optimizer_holds_are_still_named_under_no_grad(snippet):
+    script = snippet(program(EMA_GENERATOR.format(trained="g_ema.parameters()")))
+    t = script.run()
+    assert ("no_grad", script.line("sample")) in [(kind, line) for kind, _, line, _ in loud(t)]

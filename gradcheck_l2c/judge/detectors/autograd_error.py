@@ -170,6 +170,13 @@ def _unused_input(fact: AutogradError, name: str, call: str, said: str) -> tuple
 
 
 def _input_no_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    if fact.detail.get("frozen_inputs"):
+        return (f"the backward(){call} ran a custom autograd.Function (a reentrant gradient checkpoint) whose backward "
+                f"asks torch.autograd.grad for the gradients of its module's parameters, and {fact.detail['last']} "
+                f"(one of {fact.detail['frozen_inputs']} switched off here) does not require grad{said}.",
+                "pass the checkpoint only the parameters that require grad ([p for p in module.parameters() if "
+                "p.requires_grad]), or checkpoint with torch.utils.checkpoint(..., use_reentrant=False), which skips "
+                "inputs without grad; or leave these parameters trainable here.")
     return (f"torch.autograd.grad was asked for the gradient of {name}, which does not require grad{said}.",
             f"make {name} require grad before the outputs are computed from it (.requires_grad_() or "
             "requires_grad=True), or leave it out of inputs.")

@@ -1,7 +1,8 @@
 """`non_leaf_watched`: user code read ``.grad`` of a non-leaf tensor, which backward never fills.
 
-The finding sits on the line that made the non-leaf (`w = w.to(device)`, `w = normalize(w)`), the
-read is its symptom; the fix depends on whether that line moved the leaf to a device or dtype."""
+The finding sits on the line that made the non-leaf (`w = w.to(device)`, `w = normalize(w)`; for a result read as an
+attribute, ``model.out.grad``, the line in the method that made it), the read is its symptom; the fix depends on
+whether that line moved the leaf to a device or dtype, or kept a result on an object."""
 from __future__ import annotations
 
 from gradcheck_l2c.records import Finding
@@ -13,7 +14,7 @@ def scan(run) -> list[Finding]:
 
     found = []
     seen = set()
-    for site, name, is_leaf, grad_fn, made_here, refused in run.record.nonleaf_reads:
+    for site, name, is_leaf, grad_fn, made_here, refused, stored in run.record.nonleaf_reads:
         if (site, name) in seen or not run.wants(name):
             continue
         seen.add((site, name))
@@ -27,9 +28,16 @@ def scan(run) -> list[Finding]:
                 (f"{name} is not a leaf ({made_by}), so the optimizer at {site} refused it (\"can't optimize a "
                  f"non-leaf Tensor\"){went}." if refused else
                  f"{name} is not a leaf ({made_by}), so backward does not fill the .grad read at {site}{went}."),
-                _fix(grad_fn, name), related={"symptom": site},
+                _kept(name) if stored else _fix(grad_fn, name), related={"symptom": site},
             ))
     return found
+
+
+def _kept(name: str) -> str:
+    """A result a method keeps as an attribute (``self.out = self.fc(h)``), read as ``model.out.grad``."""
+    attribute = name.rsplit(".", 1)[-1]
+    return (f"call .retain_grad() on the {attribute} this line makes, right after it (before backward), to keep its "
+            "gradient; or read the .grad of the leaf it was computed from.")
 
 
 def _fix(grad_fn, name: str) -> str:

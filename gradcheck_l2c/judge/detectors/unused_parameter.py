@@ -59,7 +59,14 @@ def scan(run) -> list[Finding]:
         if watched.is_parameter and watched.owner is not None:
             module = watched.holder or watched.owner.cls
             own_forward, parent_forward = watched.forwards
-            if _siblings_learn(run, watched):
+            if _siblings_learn(run, watched) and watched.read_in_forward is not None:
+                site = watched.read_in_forward  # read there, and what it made went nowhere
+                where = (f"; {module}.forward computes with it here, but what it makes never reaches the loss (a "
+                         "result dropped, or overwritten before use)")
+                fix = ("keep the result and pass it on (`x = ...`): a call that returns a new object (an "
+                       "out-of-place method such as `set_value`, `add`, `masked_fill`) leaves the one it was called "
+                       "on unchanged.")
+            elif _siblings_learn(run, watched):
                 where, used = f"; {module}.forward does not use it", own_forward
                 fix = (f"use it in {module}.forward so that the loss depends on it, or set requires_grad_(False) "
                        "on it (or register it as a buffer) if it is not meant to learn.")

@@ -68,16 +68,17 @@ class Run:
         if watched.owner is None or watched.ever_grad or self.optimized_param(watched):
             return False
         trained = self._trained_modules
-        return bool(trained) and watched.owner.ident not in trained
+        return bool(trained) and id(watched.owner.module) not in trained
 
     @functools.cached_property
     def _trained_modules(self) -> frozenset[int]:
-        """The modules (ids) whose parameters an optimizer holds or a backward reached; none if no optimizer holds a
-        module's parameter."""
+        """The modules whose parameters an optimizer holds or a backward reached, by the reference each watched
+        tensor's owner keeps to its module (one per module, while the record lives: a module made later at a dead
+        one's address is another); none if no optimizer holds a module's parameter."""
         owned = [w for w in self.record.watched() if w.owner is not None]
         if not any(self.optimized_param(w) for w in owned):
             return frozenset()
-        return frozenset(w.owner.ident for w in owned if w.ever_grad or self.optimized_param(w))
+        return frozenset(id(w.owner.module) for w in owned if w.ever_grad or self.optimized_param(w))
 
     def optimized_param(self, watched: Watched) -> bool:
         """The tensor sits in an optimizer: someone meant it to learn."""
@@ -210,7 +211,7 @@ def judge(record: TraceRecord) -> Verdict:
             else:
                 zero.append(watched)
             continue
-        if not watched.trainable():
+        if not watched.trainable() or watched.gone_unused:  # frozen, or dropped before any backward ran
             continue
         if not run.expected_or_optimized(watched):
             continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
@@ -313,6 +314,8 @@ def _listed(run: Run, watched: Watched, named: set[str]) -> bool:
     template or a replaced original; saying it "got no gradient" would blame correct code."""
     if watched.ever_grad:
         return True
+    if watched.gone_unused and watched.name not in named:
+        return False  # dropped before any backward ran: it could never have learnt
     if _bare_leaf(run, watched) and watched.grad_read is None and run.last_of_a_loop(watched):
         return False
     return (watched.ever_grad or watched.name in named or not run.record.optimizers

@@ -28,10 +28,11 @@ from gradcheck_l2c.record.function_sites import function_backward_site, missing_
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
+from gradcheck_l2c.record.refusal_sources import last_frozen, made_elsewhere
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
-from gradcheck_l2c.record.watch import Watched, WatchRegistry
+from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
 
@@ -89,7 +90,7 @@ class ErrorRecorder:
             elif category in ("unused_input", "input_no_grad"):
                 subject, key, detail = self._input(category, roots, inputs, frame, subject)
                 if category == "input_no_grad" and inputs is None:  # a custom backward's own autograd.grad refused
-                    last, count = _frozen(self.registry, every=False)  # a frozen parameter (reentrant checkpointing)
+                    last, count = last_frozen(self.registry, every=False)  # a frozen parameter (reentrant checkpointing)
                     if last is not None:
                         cause, key, detail = last.frozen_at, last.key, {"frozen_inputs": count, "last": last.name}
             elif category == "function_backward":
@@ -108,7 +109,7 @@ class ErrorRecorder:
                 cause = Site(call.file, made) if made is not None else call
                 detail = {"forward_of": self.scope.custom_forwards[-1]}
             elif category == "graphless":
-                last, count = _frozen(self.registry, every=True)
+                last, count = last_frozen(self.registry, every=True)
                 if last is not None:
                     cause, detail = last.frozen_at, {"frozen": count, "last": last.name}
             reaches = _reached_leaves(self.registry, roots)
@@ -137,8 +138,9 @@ class ErrorRecorder:
             elif category == "requires_grad_non_leaf":
                 target = args[0] if args and isinstance(args[0], Tensor) else None
                 carried = self._carried_over(target, call) if target is not None else None
-                cause, subject = carried or call, None
-                detail = {"op": label, "carried": carried is not None}
+                elsewhere = None if carried else made_elsewhere(self.origins, target, frame)
+                cause, subject = carried or elsewhere or call, None
+                detail = {"op": label, "carried": carried is not None, "elsewhere": elsewhere is not None}
             elif category == "inplace_function_view":  # the line to change: the Function's return of a view
                 target = args[0] if args and isinstance(args[0], Tensor) else None
                 cause, subject = (view_return_site(target) if target is not None else None) or call, None
@@ -256,18 +258,6 @@ class ErrorRecorder:
                 name = (variable_name(frame, tensor) if frame is not None else None) or f"inputs[{index}]"
                 return name, watched.key if watched is not None else None, {"index": index, "output": subject}
         return "inputs", None, {"output": subject}
-
-
-def _frozen(registry: WatchRegistry, every: bool) -> tuple[Watched | None, int]:
-    """The last parameter made among those user code switched off (the head, the part a freezing loop means to
-    keep trainable: its ``frozen_at`` is the line), and how many are off: if ``every`` live parameter is (a loss
-    without graph), or any (a custom backward asked autograd.grad for one); None if not so."""
-    params = [w for w in registry.all if w.is_parameter and w.tensor is not None]
-    frozen = [w for w in params if w.frozen and w.frozen_at is not None]
-    if not frozen or (every and not all(w.frozen for w in params)):
-        return None, 0
-    resolve_names(registry)
-    return max(frozen, key=lambda w: w.key), len(params) if every else len(frozen)
 
 
 def _stepped_below(registry: WatchRegistry, stepped: list[set[int]], node: Any) -> bool:

@@ -14,13 +14,14 @@ from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
 from gradcheck_l2c.record.names import name_variables, variable_name
-from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero
+from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero, read_cleared
 from gradcheck_l2c.record.origins import MADE
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, Taint, TaintStore
 from gradcheck_l2c.record.terms import TermLog
 from gradcheck_l2c.record.unregistered import UnregisteredLog
+from gradcheck_l2c.record.waiting_optimizers import lone_backward, unstepped_names
 from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
@@ -111,9 +112,9 @@ class BackwardLog:
         if backwards <= 3 or backwards % 50 == 0:
             self._discover(frame)
             if backwards <= 3:
-                optimizers.lone_backward(frame, reached)
+                lone_backward(optimizers.live, frame, reached)
             if backwards in (2, 3):
-                optimizers.unstepped_names(frame)
+                unstepped_names(optimizers.live, frame)
         self.cut_off = set()
         taints = self.taints
         if not taints.by_id:  # no live tensor carries a cut
@@ -232,6 +233,8 @@ class BackwardLog:
         site = user_site(2)
         watched = registry.get(tensor)
         if watched is not None:
+            if watched.ever_grad and value is None:
+                read_cleared(self.optimizers, watched, site)
             watched.grad_read = watched.grad_read or site
             if watched.ever_grad and watched.key in self.cut_off:
                 watched.cut_read = watched.cut_read or site  # it learnt before, but not from this loss

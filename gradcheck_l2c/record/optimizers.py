@@ -1,7 +1,6 @@
 """Optimizers and their steps: which tensors each holds, and which steps found no gradient for one."""
 from __future__ import annotations
 
-import os
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,8 +11,8 @@ from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.held import HeldTensors
 from gradcheck_l2c.record.left_out import LeftOutLeaves
-from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_stack
-from gradcheck_l2c.record.param_sources import group_left_out, params_built_at, step_call_guard
+from gradcheck_l2c.record.locations import Site, user_stack
+from gradcheck_l2c.record.param_sources import group_left_out, params_built_at
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
 from gradcheck_l2c.record.torch_internals import functions_off
@@ -128,9 +127,11 @@ class OptimizerLog:
         # id(optimizer) -> (backward calls, assigned gradients) seen at its last step; -> its latest zero_grad()
         self._last_step: dict[int, tuple[int, int]] = {}
         self._cleared: dict[int, tuple[Site | None, int, int]] = {}
+        self._module_cleared: tuple[weakref.ref, Site | None, int] | None = None  # the latest Module.zero_grad()
         self.stepped_since: list[set[int]] = []  # the keys of each optimizer that stepped since the last backward
         self.left_out = LeftOutLeaves(registry, events)  # plain leaves that optimizers holding such leaves left out
         self.last_reached: set[int] | frozenset[int] = frozenset()  # the keys the latest backward reached
+        self.orphans: dict[int, OptimizerRecord] = {}  # keys of optimizers gone, not yet reached since -> that one
 
     def record_for(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
         """The record of ``optimizer``, made now if it was built before the trace; its watched
@@ -145,40 +146,17 @@ class OptimizerLog:
             if gone is not None:  # its optimizer died, and this one was made where it was
                 self.held.retire(gone)
             self.live[id(optimizer)] = record
+        fresh = not record.keys
         for watched in record.unmarked(optimizer, self.registry):
             watched.optimized = True
             record.keys.add(watched.key)
             if watched.user_leaf and not watched.is_parameter:
                 self.plain_leaves = True
             self.weights = self.weights or not watched.user_leaf or watched.owner is not None
+        if fresh and self.stepped_keys & record.keys:  # a new phase: whether its steps find each gradient is new
+            self.stepped_keys -= record.keys
+            self.taints.unsettle(record.keys)
         return record
-
-    def lone_backward(self, frame: Any, reached: set[int]) -> None:
-        """Early backwards (the first three): remember, for an optimizer that has not stepped yet whose parameters
-        this backward reached, and no other optimizer's, the backward's line (a discriminator's own backward)."""
-        waiting = _waiting(self.live)
-        frame = _user(frame)
-        if not waiting or frame is None:
-            return
-        for record in waiting:
-            if record.lone_backward is None and reached & record.keys and not any(
-                    reached & other.keys for other in self.live.values() if other is not record):
-                record.lone_backward = Site(os.path.abspath(frame.f_code.co_filename), frame.f_lineno)
-
-    def unstepped_names(self, frame: Any) -> None:
-        """Early backwards (the second and third): name the optimizers that have not stepped yet from the
-        variables of the backward's frame, and of the objects they hold (``self.optimizer``)."""
-        waiting = _waiting(self.live)
-        frame = _user(frame)
-        if not waiting or frame is None:
-            return
-        for name, value in frame.f_locals.items():
-            owned = vars(value).items() if hasattr(value, "__dict__") and not isinstance(value, type) else ()
-            for label, item in [(name, value), *owned]:
-                for record in waiting:
-                    if item is record.optimizer():
-                        record.names.add(label)
-                        record.step_call, record.step_guard = step_call_guard(frame.f_code, record.names)
 
     def holding(self, key: int) -> bool:
         """Whether a live optimizer holds the watched tensor ``key``."""
@@ -189,9 +167,22 @@ class OptimizerLog:
         for ident, record in list(self.live.items()):
             if record.optimizer() is None:
                 self.held.retire(self.live.pop(ident))
+                self.orphans.update((k, record) for k in record.keys if self.registry.all[k].tensor is not None)
             else:
                 record.reached |= keys
+        if self.orphans and self.live:
+            self._left_behind(keys & self.orphans.keys())
         self.last_reached = keys
+
+    def _left_behind(self, keys: set[int]) -> None:
+        """Parameters a gone optimizer held, reached by a backward while none of the live ones holds them: the one
+        that replaced it (the newest) left them out, and they stop changing although gradients still arrive."""
+        newest = max(self.live.values(), key=lambda r: r.position)
+        for key in keys:
+            gone, watched = self.orphans.pop(key), self.registry.all[key]
+            tensor = watched.tensor
+            if tensor is not None and watched.is_parameter and not any(r.holds(tensor) for r in self.live.values()):
+                self.events.record("optimizer", key, watched.site, "left", records=(gone, newest))
 
     def missed(self, key: int, chain: Chain) -> None:
         """A backward missed ``key`` through the cuts of ``chain``: the next step that holds it will look."""
@@ -213,7 +204,10 @@ class OptimizerLog:
             self.left_out.first_gradient(watched.key, tensor)
 
     def cleared(self, optimizer: Any, site: Site | None) -> None:
-        """``optimizer.zero_grad()`` ran at ``site``."""
+        """``optimizer.zero_grad()`` (or a module's) ran at ``site``."""
+        if isinstance(optimizer, torch.nn.Module):
+            self._module_cleared = (weakref.ref(optimizer), site, self.clock.backwards)
+            return
         self._cleared[id(optimizer)] = (site, self.clock.backwards, self.clock.assigned)
         record = self.live.get(id(optimizer))
         if record is not None and record.optimizer() is optimizer:
@@ -316,18 +310,6 @@ def nonzero(tensor: torch.Tensor) -> bool:
         return bool(tensor.count_nonzero() if tensor.layout is _STRIDED else tensor.any())
 
 
-def _user(frame: Any) -> Any:
-    """The innermost user frame at or above ``frame``, or None."""
-    while frame is not None and frame_kind(frame.f_code.co_filename) != USER:
-        frame = frame.f_back
-    return frame
-
-
-def _waiting(live: dict[int, OptimizerRecord]) -> list[OptimizerRecord]:
-    """The live optimizers that have not stepped yet."""
-    return [r for r in live.values() if r.step_order < 0 and r.optimizer() is not None]
-
-
 def _emptied_step(log: OptimizerLog, record: OptimizerRecord, optimizer: Any, params: list[Any],
                   site: Site | None) -> None:
     """``optimizer.step()`` at ``site`` found no gradient, though some arrived since its last step: erased (zero_grad()
@@ -347,3 +329,19 @@ def _emptied_step(log: OptimizerLog, record: OptimizerRecord, optimizer: Any, pa
     erased_at = cleared[0] if cleared is not None and cleared[1:] == (clock.backwards, clock.assigned) else site
     log.events.record("optimizer", -1 if key is None else key, erased_at, "erased",
                       optimizer=type(optimizer).__name__, size=len(params), step=site)
+
+
+def read_cleared(log: OptimizerLog, watched: Watched, read: Site | None) -> None:
+    """User code found None in ``.grad`` of a tensor that got gradients: a ``zero_grad()`` of an optimizer or a
+    module holding it ran since the last backward and set it to None (the script saw no gradient where one came)."""
+    now, tensor, by = log.clock.backwards, watched.tensor, None
+    for record in log.live.values():
+        entry = log._cleared.get(id(record.optimizer()))
+        if entry is not None and entry[1] == now and watched.key in record.keys:
+            by = (entry[0], record.name)
+    latest = log._module_cleared
+    module = latest[0]() if latest is not None and latest[2] == now else None
+    if by is None and module is not None and any(p is tensor for p in module.parameters()):
+        by = (latest[1], type(module).__name__)
+    if by is not None:
+        log.events.record("optimizer", watched.key, by[0], "read_cleared", read=read, by=by[1])

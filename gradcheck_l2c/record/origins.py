@@ -4,8 +4,8 @@ autograd nodes and inference tensors, and how far the graphs freed by backward p
 PyTorch raises its graph errors where it notices them (the backward, the op that saves a tensor), which
 is rarely the line to change: the hidden state carried into the next iteration, the loss left with one
 value per sample, the features made under ``inference_mode``. Remembering a line costs a walk up the
-stack, so it is done only until the first backward ends (the first iteration, where these errors happen
-or their values are made) and for at most ``BUDGET`` values; after that one attribute read per op.
+stack, so it is done only until the first backward that frees its graph ends (the first iteration, where these
+errors happen or their values are made) and for at most ``BUDGET`` values; after that one attribute read per op.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class Origins:
     graph-freeing backward has reached (every node made up to it belongs to a graph that was freed)."""
 
     def __init__(self) -> None:
-        self.recording = True  # until the first backward ends, or the budget is spent
+        self.recording = True  # until the first graph-freeing backward ends, or the budget is spent
         self._left = BUDGET
         self._inference: dict[int, tuple[weakref.ref, tuple[Site | None, ...]]] = {}
         self.freed_up_to: int | None = None  # sequence number of the newest root a backward freed
@@ -114,10 +114,11 @@ class Origins:
         return (newest, *(called_from or user_stack_sites(1)))
 
     def backward_ran(self, freeing: Freeing | None) -> None:
-        """That backward returned: the first one ends the recording; one that did not keep its graph freed every
-        node made up to its newest root (``freeing``)."""
-        self.recording = False
+        """That backward returned: one that did not keep its graph freed every node made up to its newest root
+        (``freeing``), and the first such ends the recording (the gradients a PINN's or a penalty's step takes with
+        ``create_graph`` before its loss are part of that first iteration)."""
         if freeing is not None:
+            self.recording = False
             newest, self.freed_by, self.freed_path = freeing
             self.freed_up_to = max(newest, self.freed_up_to if self.freed_up_to is not None else -1)
 

@@ -14,7 +14,7 @@ import ast
 import functools
 import inspect
 import linecache
-from types import FrameType
+from types import FrameType, GeneratorType
 from typing import Any
 
 import torch
@@ -26,9 +26,12 @@ def params_built_at(frame: FrameType, optimizer_class: str) -> Site | None:
     """The line that built the ``params`` argument of the ``optimizer_class(...)`` call running in ``frame``,
     if it is another line than the call's."""
     filename, line = frame.f_code.co_filename, frame.f_lineno
-    params, assigned = _params_argument(filename, line, optimizer_class)
+    params, assigning = _params_argument(filename, line, optimizer_class)
     if _held_by_name(params):
-        return Site(filename, assigned) if assigned is not None else None
+        value = _bound(frame, params)
+        if assigning is not None and not _could_make(assigning, value):  # another branch's assignment ran
+            assigning = _last_assigning(_scope(source_tree(filename), assigning.lineno), params, line, value)
+        return Site(filename, assigning.lineno) if assigning is not None else None
     groups = _last_group_line(params)
     if groups is not None:
         return Site(filename, groups)
@@ -102,10 +105,10 @@ def _last_touch(filename: str, line: int, name: str) -> int | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _params_argument(filename: str, line: int, optimizer_class: str) -> tuple[ast.AST | None, int | None]:
+def _params_argument(filename: str, line: int, optimizer_class: str) -> tuple[ast.AST | None, ast.stmt | None]:
     """The ``params`` argument of the ``optimizer_class(...)`` call on this line (or its ``**kwargs`` unpacking)
-    and, when it is a name, the line that last assigned it: found once per line (a loop may build an optimizer at
-    every step)."""
+    and, when it is a name, the statement that last assigned it: found once per line (a loop may build an
+    optimizer at every step)."""
     tree = source_tree(filename)
     call = _optimizer_call(tree, line, optimizer_class) if tree is not None else None
     if call is None:
@@ -113,8 +116,8 @@ def _params_argument(filename: str, line: int, optimizer_class: str) -> tuple[as
     params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
     if params is None:  # Adam(**helper(...)): the keyword unpacking stands for the arguments
         params = next((k for k in call.keywords if k.arg is None and isinstance(k.value, ast.Call)), None)
-    assigned = _last_assignment(tree, params, call.lineno) if _held_by_name(params) else None
-    return params, assigned
+    assigning = _last_assigning(_scope(tree, call.lineno), params, call.lineno) if _held_by_name(params) else None
+    return params, assigning
 
 
 def _held_by_name(node: ast.AST | None) -> bool:
@@ -236,17 +239,45 @@ def _last_assignment(tree: ast.Module, name: str | ast.AST, before: int) -> int 
     return found.lineno if found is not None else None
 
 
-def _last_assigning(scope: ast.AST, name: str | ast.AST,
-                    before: int) -> ast.Assign | ast.AugAssign | ast.AnnAssign | None:
-    """The last statement above ``before`` in ``scope`` that assigns ``name`` (`_same_target`) as a whole."""
+def _last_assigning(scope: ast.AST, name: str | ast.AST, before: int,
+                    value: Any = None) -> ast.Assign | ast.AugAssign | ast.AnnAssign | None:
+    """The last statement above ``before`` in ``scope`` that assigns ``name`` (`_same_target`) as a whole (given the
+    ``value`` it holds now, one that could have made it)."""
     found = None
     for node in ast.walk(scope):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.lineno < before:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(_same_target(t, name) for t in targets):
+            if any(_same_target(t, name) for t in targets) and (value is None or _could_make(node, value)):
                 if found is None or node.lineno > found.lineno:
                     found = node
     return found
+
+
+#: Methods that return a generator (``model.parameters()``): the value they bind is one.
+_GENERATING = frozenset(("parameters", "named_parameters", "buffers", "children", "modules"))
+
+
+def _could_make(assigning: ast.stmt, value: Any) -> bool:
+    """Whether the right side of ``assigning`` could have made ``value``: a list display a list, a dict display a
+    dict, ``model.parameters()`` or a generator expression a generator; anything else, anything (of two branches'
+    assignments to one name, the one that ran)."""
+    right = getattr(assigning, "value", None)
+    if isinstance(right, (ast.List, ast.ListComp)):
+        return isinstance(value, list)
+    if isinstance(right, (ast.Dict, ast.DictComp)):
+        return isinstance(value, dict)
+    if isinstance(right, ast.GeneratorExp) or isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute) \
+            and right.func.attr in _GENERATING:
+        return isinstance(value, GeneratorType)
+    return True
+
+
+def _bound(frame: FrameType, name: ast.AST) -> Any:
+    """What ``name`` (a name, or ``name.attribute``) holds in ``frame`` now; None if nothing."""
+    if isinstance(name, ast.Name):
+        return frame.f_locals.get(name.id, frame.f_globals.get(name.id))
+    holder = frame.f_locals.get(name.value.id, frame.f_globals.get(name.value.id))
+    return getattr(holder, name.attr, None)
 
 
 def _scope(tree: ast.Module, line: int) -> ast.AST:

@@ -8,8 +8,8 @@
   notes what each training step finds (tensors stepped without the gradient a cut kept from them, a
   ``step()`` whose gradients were all erased since the last backward); with ``--grad-stats``, a post-hook
   too, for the size of each step's update;
-- ``zero_grad`` and torch's own optimizers' ``step()`` (without closure): run with the interceptor off the
-  torch-function mode stack (or quiet, where a mode entered later is on top of it), since they touch every
+- ``zero_grad`` (noted where it ran) and torch's own optimizers' ``step()`` (without closure): run with the
+  interceptor off the torch-function mode stack (or quiet, where a mode entered later is on top of it), since they touch every
   parameter and ``.grad`` and run no user code;
 - ``torch.from_numpy``, the legacy ``Variable(...)`` and ``torch.Tensor(...)`` constructors (which
   torch-function modes do not see): values coming back in without their history;
@@ -76,7 +76,7 @@ class Patches:
             self._undo.append(register_optimizer_step_post_hook(self._after_step).remove)
         self._replace(torch.optim.Optimizer, "zero_grad",
                       wrappers.clearing(self.state, self._quietly(torch.optim.Optimizer.zero_grad)))
-        self._replace(nn.Module, "zero_grad", self._quietly(nn.Module.zero_grad))
+        self._replace(nn.Module, "zero_grad", wrappers.clearing(self.state, self._quietly(nn.Module.zero_grad)))
         for owner, name in GRADIENT_CLIPPING:  # they read and scale .grad only, under no_grad
             self._replace(owner, name, wrappers.clipping(self.state, self._quietly(getattr(owner, name))))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below

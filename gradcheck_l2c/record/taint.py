@@ -139,6 +139,14 @@ class TaintStore:
             for call in self.on_settle:
                 call(key)
 
+    def unsettle(self, keys: set[int]) -> None:
+        """A new optimizer took these watched tensors (a new phase): their cuts matter again until a step finds
+        their gradient (a head trained in one phase and meant to learn through a penalty in the next)."""
+        back = self.settled & keys
+        if back:
+            self.settled -= back
+            self._epoch += 1
+
     def live(self, taint: Taint) -> bool:
         """Whether the taint still names a watched tensor that has not yet got a gradient."""
         if taint.epoch != self._epoch:

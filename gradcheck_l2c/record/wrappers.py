@@ -357,8 +357,8 @@ def clipping(state: TraceState, clip: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def clearing(state: TraceState, zero_grad: Callable[..., Any]) -> Callable[..., Any]:
-    """An optimizer's ``zero_grad``, which also notes where it ran (the line that erased the gradients a later
-    ``step()`` finds missing)."""
+    """An optimizer's (or a module's) ``zero_grad``, which also notes where it ran (the line that erased the gradients
+    a later ``step()`` finds missing, or a ``.grad`` read finds None)."""
     @functools.wraps(zero_grad)
     def cleared(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
         if state.scope.in_trace_thread():

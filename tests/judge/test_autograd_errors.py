@@ -69,6 +69,47 @@ class Checkpoint(torch.autograd.Function):  # latent-diffusion's: it asks for th
 """
 
 CASES = {
+    # a boundary value cached in the first iteration, made after a PINN's autograd.grad(create_graph=True) (deepxde#1612)
+    "freed_after_create_graph": ("""
+        net, c = nn.Linear(1, 1), torch.tensor(0.1, requires_grad=True)
+        opt = torch.optim.Adam([*net.parameters(), c], lr=0.01)
+        cache = {}
+        for step in range(3):
+            xs = torch.rand(8, 1, requires_grad=True)
+            du = torch.autograd.grad(net(xs).sum(), xs, create_graph=True)[0]
+            if "bc" not in cache:
+                cache["bc"] = c * torch.ones(8, 1)  # <- autograd_error
+            loss = (du - cache["bc"]).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()  # <- symptom
+            opt.step()
+        """, """
+        net, c = nn.Linear(1, 1), torch.tensor(0.1, requires_grad=True)
+        opt = torch.optim.Adam([*net.parameters(), c], lr=0.01)
+        for step in range(3):
+            xs = torch.rand(8, 1, requires_grad=True)
+            du = torch.autograd.grad(net(xs).sum(), xs, create_graph=True)[0]
+            bc = c * torch.ones(8, 1)
+            loss = (du - bc).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """),
+    # a library's parameter store sets requires_grad on what it is given: a cast of the user's leaf (pyro#953)
+    "requires_grad_made_elsewhere": ("""
+        store = {}
+        def param(name, init):
+            init.requires_grad = True  # <- symptom
+            return store.setdefault(name, init)
+        w = param("w", torch.randn(4, 3, requires_grad=True).double())  # <- autograd_error
+        """, """
+        store = {}
+        def param(name, init):
+            init.requires_grad = True
+            return store.setdefault(name, init)
+        w = param("w", torch.randn(4, 3).double())
+        F.cross_entropy(x.double() @ w, y).backward()
+        """),
     # a reentrant checkpoint of its own asks autograd.grad for parameters the script froze (T2I-Adapter's frozen UNet)
     "checkpoint_frozen": (CHECKPOINT + """
 block, adapter = nn.Linear(4, 4), nn.Linear(4, 4)

@@ -294,6 +294,51 @@ def test_a_parameter_forward_computes_with_and_drops_is_named_where_it_does(snip
     assert found == [("unused_parameter", script.line(named))]
 
 
+@pytest.mark.parametrize("branches", [
+    "if accumulate > 1:\n            loss = loss / accumulate\n        else:  # <- branch\n            loss.backward()",
+    "if accumulate == 1:  # <- branch\n            loss.backward()",
+])
+def test_a_backward_kept_in_a_branch_never_taken_is_named_at_the_branch(snippet, branches):
+    """BERT_FP's gradient accumulation: the only ``loss.backward()`` sits in a branch the run never takes, so no
+    backward runs and every step is void: named at the branch, the step as symptom."""
+    script = snippet(program(f"""
+    model, accumulate = nn.Linear(4, 3), 2
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(4):
+        loss = F.cross_entropy(model(x), y)
+        {branches}
+        if (step + 1) % accumulate == 0:
+            opt.step()  # <- step
+            opt.zero_grad()
+    """))
+    found = [f for f in script.run().findings if f.kind == "optimizer"]
+    assert [(f.severity, f.line) for f in found] == [("error", script.line("branch"))]
+    assert ("symptom", script.line("step")) in {(r.role, r.line) for r in found[0].related}
+
+
+@pytest.mark.parametrize("clear", ["opt.zero_grad()", "model.zero_grad()"])
+def test_a_gradient_read_after_zero_grad_set_it_to_none_is_named_at_the_zero_grad(snippet, clear):
+    """The script prints ``w.grad`` after ``step()`` and ``zero_grad()`` and sees None every time, though each
+    backward gave it one (set_to_none=True since PyTorch 2.0): named at the zero_grad, the read as its symptom; a read
+    between backward and zero_grad is silent."""
+    script = snippet(program(f"""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        {clear}  # <- clear
+        print(model.weight.grad)  # <- read
+    """))
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert [(f.kind, f.tensor, f.line) for f in found] == [("optimizer", "Linear.weight", script.line("clear"))]
+    assert ("symptom", script.line("read")) in {(r.role, r.line) for r in found[0].related}
+    moved = script.code.replace(f"    {clear}  # <- clear\n    print(model.weight.grad)", f"    print(model.weight.grad)\n    {clear}")
+    assert moved != script.code
+    fixed = snippet(moved)
+    assert [f for f in fixed.run().findings if f.severity in ("error", "warning")] == []
+
+
 def test_unused_parameter_names_the_submodule(snippet):
     script = snippet(program("""
     class Net(nn.Module):

@@ -46,6 +46,42 @@ opt = torch.optim.SGD(params, lr=0.1)  # <- optimizer
     assert "parameter list built here" in found[0].fix
 
 
+def test_of_two_branches_assigning_the_list_the_one_that_ran_is_named(snippet):
+    """HHL's groups: the ``if`` builds a list of groups that leaves a layer out, the ``else`` below binds
+    ``model.parameters()``; the optimizer was given the list, so its line is the one to change."""
+    script, found = optimizer_findings(snippet, """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+if hasattr(model, "0"):
+    groups = [{"params": model[0].parameters(), "lr": 0.1}]  # <- built
+else:
+    groups = model.parameters()
+opt = torch.optim.SGD(groups, lr=0.1)
+""")
+    assert {f.line for f in found} == {script.line("built")}
+
+
+def test_a_new_phase_s_optimizer_that_leaves_out_what_the_old_one_held_is_named(snippet):
+    """AWD-LSTM's switch to ASGD: the new optimizer is given ``model.parameters()`` where the old one had the
+    criterion's parameters too; they still get gradients and stop changing. A new phase given everything is silent."""
+    script = snippet(PRELUDE + textwrap.dedent("""
+    model, criterion = nn.Linear(4, 1), nn.Linear(1, 1)
+    opt = torch.optim.SGD([*model.parameters(), *criterion.parameters()], lr=0.1)
+    for epoch in range(4):
+        if epoch == 2:
+            opt = torch.optim.ASGD(model.parameters(), lr=0.1)  # <- switch
+        for step in range(2):
+            loss = F.mse_loss(criterion(model(x)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """))
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert {(f.kind, f.tensor, f.line) for f in found} == {("optimizer", "criterion.weight", script.line("switch")),
+                                                          ("optimizer", "criterion.bias", script.line("switch"))}
+    fixed = snippet(script.code.replace("ASGD(model.parameters()", "ASGD([*model.parameters(), *criterion.parameters()]"))
+    assert [f for f in fixed.run().findings if f.severity in ("error", "warning")] == []
+
+
 def test_groups_returned_by_a_method_are_named_at_its_return(snippet):
     script, found = optimizer_findings(snippet, """
 class Net(nn.Module):

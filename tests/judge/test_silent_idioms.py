@@ -302,6 +302,32 @@ def test_a_tensor_trained_in_some_steps_and_cut_in_others_is_silent(snippet):
     assert loud(t) == [] and missing(t) == []
 
 
+def test_a_head_trained_in_one_phase_and_cut_from_the_next_phase_s_loss_is_named(snippet):
+    """Avalanche's LwF: a new optimizer per experience; the old task's head, trained in the first, is meant to learn
+    in the second through the distillation term, which computes it under the previous model's no_grad: each step of
+    the second optimizer finds no gradient for it."""
+    script = snippet(program("""
+    trunk, heads = nn.Linear(4, 8), nn.ModuleList([nn.Linear(8, 3), nn.Linear(8, 3)])
+    prev = None
+    for task in range(2):
+        opt = torch.optim.SGD([*trunk.parameters(), *heads.parameters()], lr=0.1)
+        for step in range(3):
+            feats = trunk(x)
+            loss = F.cross_entropy(heads[task](feats), y)
+            if prev is not None:
+                with torch.no_grad():
+                    old = prev(feats)
+                    now = heads[0](feats)  # <- cut
+                loss = loss + F.mse_loss(now, old)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        prev = copy.deepcopy(heads[0])
+    """))
+    found = [(kind, tensor, line) for kind, tensor, line, _ in loud(script.run())]
+    assert ("no_grad", "ModuleList.0.weight", script.line("cut")) in found
+
+
 def test_a_snapshot_of_an_unused_parameter_is_no_cut_the_parameter_is_unused(snippet):
     """``before = p.detach().clone()`` to see whether it learns (rtqichen/torchdiffeq#178): the copy never reaches a
     loss and is no explanation; the parameter the forward never uses is named where it is defined."""

@@ -280,6 +280,11 @@ def _requires_grad_non_leaf(fact: AutogradError, name: str, call: str, said: str
                 f"result of an operation{said}.",
                 "end the update with .detach() on this line (x = (x + step).detach()), so each pass starts "
                 "from a new leaf.")
+    if fact.detail.get("elsewhere"):
+        return (f"this line makes a result of an operation (not a leaf), whose `.requires_grad = True`{call} is "
+                f"refused: only a leaf's flag can change{said}.",
+                "make the leaf after the operation: convert first, then ask for gradients "
+                "(torch.randn(...).type_as(data).requires_grad_()), or hand on the leaf itself.")
     return (f"`{name}` is the result of an operation, not a leaf, so its requires_grad flag cannot be "
             f"changed{said}.",
             f"make a new leaf here: {name} = {name}.detach().requires_grad_(True) (for a gradient with respect "

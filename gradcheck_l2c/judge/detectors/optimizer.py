@@ -1,12 +1,14 @@
 """`optimizer`: a watched parameter sits in two optimizers that both step it after the second was built
-(rebinding ``opt = SGD(...)`` for a new phase is silent), or gets gradients but is in none; or a
-``step()`` finds every gradient erased since the last backward, or runs in a run without any backward.
+(rebinding ``opt = SGD(...)`` for a new phase is silent, unless the new one leaves out parameters that still get
+gradients), or gets gradients but is in none; or a ``step()`` finds every gradient erased since the last backward,
+or runs in a run without any backward.
 
 Both are noticed while the tensors live: at an optimizer's construction, and at a parameter's first
 gradient.
 """
 from __future__ import annotations
 
+from gradcheck_l2c.judge.backward_branch import branch_around_backward
 from gradcheck_l2c.judge.listing import listed
 from gradcheck_l2c.judge.scopes import follows_in_scope
 from gradcheck_l2c.records import Finding
@@ -41,6 +43,29 @@ def scan(run) -> list[Finding]:
                 f"give the {optimizer} here the parameters its loss trains, and the {other.name} at {there} its own.",
                 event.count, related={"symptom": event.extra.get("step"), "used": there},
             ))
+            continue
+        if event.detail == "read_cleared":
+            if event.key in run.keys:
+                name, read, by = run.name(event.key), event.extra["read"], event.extra["by"]
+                found.append(run.finding(
+                    KIND, "warning", name, event.site,
+                    f"{name}.grad read at {read} is None because {by}.zero_grad() here set it to None after the "
+                    "backward that gave it (set_to_none=True, the default since PyTorch 2.0): the gradient did arrive.",
+                    "read or log the gradient between loss.backward() and zero_grad(), or call zero_grad() at the start "
+                    "of the step, before the forward.", event.count, related={"symptom": read}))
+            continue
+        if event.detail == "left":
+            gone, newest = event.extra["records"]
+            if event.key in run.keys:
+                name, there = run.name(event.key), newest.params_site or newest.site
+                found.append(run.finding(
+                    KIND, "warning", name, there,
+                    f"{name} was in the {gone.name} built at {gone.site}, which is gone; the {newest.name} built at "
+                    f"{newest.site} in its place does not hold it, so it stops changing although backwards still "
+                    "give it gradients.",
+                    f"give this {newest.name} the parameters the {gone.name} had (the same list), or freeze "
+                    f"{name} with requires_grad_(False) if it should stop learning.",
+                    event.count, related={"used": gone.site}))
             continue
         if event.detail == "no_backward":
             if not (record.backwards or record.autograd_errors or record.untraced):  # none here, nor elsewhere
@@ -257,8 +282,19 @@ def _trains_instead(run, watched, record) -> bool:
 
 
 def _no_backward(run, event) -> Finding:
-    """A step in a run that called no backward at all: its parameters never get a gradient, every step is void."""
+    """A step in a run that called no backward at all: its parameters never get a gradient, every step is void; named
+    at the branch that kept the step's function from its one ``backward()`` call, when it has one."""
     optimizer = event.extra["optimizer"]
+    branch = branch_around_backward(event.site)
+    if branch is not None:
+        guard, call = branch
+        return run.finding(
+            KIND, "error", f"{optimizer} ({event.extra['size']} parameters)", guard,
+            f"no backward ran in the whole run: the backward() at {call} sits in this branch, which the run never "
+            f"took, so {optimizer}.step() found no gradient and never changed its parameters.",
+            "call backward() on every path that reaches optimizer.step(): take it out of the branch (scale the loss "
+            "in the branch, then backpropagate after it).", event.count,
+            related={"symptom": event.site, "used": call})
     return run.finding(
         KIND, "error", f"{optimizer} ({event.extra['size']} parameters)", event.site,
         f"{optimizer}.step() ran, but no backward ran in the whole run: its parameters never "

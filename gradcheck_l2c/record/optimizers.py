@@ -333,7 +333,10 @@ def _emptied_step(log: OptimizerLog, record: OptimizerRecord, optimizer: Any, pa
 
 def read_cleared(log: OptimizerLog, watched: Watched, read: Site | None) -> None:
     """User code found None in ``.grad`` of a tensor that got gradients: a ``zero_grad()`` of an optimizer or a
-    module holding it ran since the last backward and set it to None (the script saw no gradient where one came)."""
+    module holding it ran since the last backward and set it to None (the script saw no gradient where one came). Not
+    in a run whose code assigns gradients itself (``if p.grad is None: p.grad = torch.zeros_like(p)``, PCGrad)."""
+    if log.clock.assigned:
+        return
     now, tensor, by = log.clock.backwards, watched.tensor, None
     for record in log.live.values():
         entry = log._cleared.get(id(record.optimizer()))

@@ -337,6 +337,18 @@ def test_a_gradient_read_after_zero_grad_set_it_to_none_is_named_at_the_zero_gra
     assert moved != script.code
     fixed = snippet(moved)
     assert [f for f in fixed.run().findings if f.severity in ("error", "warning")] == []
+    initialised = snippet(program(f"""
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        {clear}
+        for p in model.parameters():  # gradients made before the backward, as Reptile's and PCGrad's loops do
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    """))
+    assert [f for f in initialised.run().findings if f.severity in ("error", "warning")] == []
 
 
 def test_unused_parameter_names_the_submodule(snippet):

@@ -111,8 +111,7 @@ class OptimizerLog:
 
     def __init__(self, registry: WatchRegistry, taints: TaintStore, events: EventLog, clock: Clock,
                  updates: UpdateLog) -> None:
-        self.registry, self.taints, self.events, self.clock = registry, taints, events, clock
-        self.updates = updates
+        self.registry, self.taints, self.events, self.clock, self.updates = registry, taints, events, clock, updates
         self.use = GradientUse()
         self.records: list[OptimizerRecord] = []
         self.live: dict[int, OptimizerRecord] = {}  # id(optimizer) -> record, for the optimizers alive
@@ -132,6 +131,7 @@ class OptimizerLog:
         self.left_out = LeftOutLeaves(registry, events)  # plain leaves that optimizers holding such leaves left out
         self.last_reached: set[int] | frozenset[int] = frozenset()  # the keys the latest backward reached
         self.orphans: dict[int, OptimizerRecord] = {}  # keys of optimizers gone, not yet reached since -> that one
+        self._phases: dict[Site | None, int] = {}  # where optimizers were built -> the count of steps at the latest
 
     def record_for(self, optimizer: Any, site: Site | None) -> OptimizerRecord:
         """The record of ``optimizer``, made now if it was built before the trace; its watched
@@ -153,10 +153,15 @@ class OptimizerLog:
             if watched.user_leaf and not watched.is_parameter:
                 self.plain_leaves = True
             self.weights = self.weights or not watched.user_leaf or watched.owner is not None
-        if fresh and self.stepped_keys & record.keys:  # a new phase: whether its steps find each gradient is new
-            self.stepped_keys -= record.keys
+        if fresh and self._new_phase(record.site) and self.stepped_keys & record.keys:
+            self.stepped_keys -= record.keys  # whether its steps find each gradient is new (a next task's head)
             self.taints.unsettle(record.keys)
         return record
+
+    def _new_phase(self, site: Site | None) -> bool:
+        """An optimizer built at ``site`` begins a phase, unless the last one built there stepped once (one per step)."""
+        last, self._phases[site] = self._phases.get(site), self.clock.steps
+        return last is None or self.clock.steps - last >= 2
 
     def holding(self, key: int) -> bool:
         """Whether a live optimizer holds the watched tensor ``key``."""

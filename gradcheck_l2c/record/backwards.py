@@ -15,7 +15,7 @@ from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
 from gradcheck_l2c.record.names import name_variables, variable_name
 from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero, read_cleared
-from gradcheck_l2c.record.origins import MADE
+from gradcheck_l2c.record.origins import MADE, Origins
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, Taint, TaintStore
@@ -264,12 +264,6 @@ def _nonleaf_read(tensor: Tensor, frame: Any, site: Site | None) -> NonLeafRead:
     (``model.out.grad``), by it and the line that made it, wherever that ran (not the call that ran the method)."""
     stored = attribute_read(frame.f_code, frame.f_lasti) if frame is not None else None
     if stored is not None:
-        return NonLeafRead(site, stored, False, tensor.grad_fn, _made(tensor.grad_fn), stored=True)
+        return NonLeafRead(site, stored, False, tensor.grad_fn, Origins.site_of(tensor.grad_fn), stored=True)
     name = variable_name(frame, tensor) if frame is not None else None
     return NonLeafRead(site, name or "tensor", False, tensor.grad_fn, _line_in(frame, tensor.grad_fn))
-
-
-def _made(node: Any) -> Site | None:
-    """The user line that made ``node``, innermost (`origins.MADE`, remembered in the first iteration)."""
-    stack = node.metadata.get(MADE) if node is not None else None
-    return stack[0][2] if stack else None

@@ -129,9 +129,10 @@ class Origins:
         """The user frames that made ``node`` (innermost first), if they were remembered."""
         return node.metadata.get(MADE) if node is not None else None
 
-    def site_of(self, node: Any) -> Site | None:
+    @staticmethod
+    def site_of(node: Any) -> Site | None:
         """The innermost user line that made ``node``, if it was remembered."""
-        stack = self.stack_of(node)
+        stack = Origins.stack_of(node)
         return stack[0][2] if stack else None
 
     @staticmethod

@@ -37,6 +37,7 @@ def forward_reads(cls: type, attribute: str) -> Site | None:
     return Site(os.path.abspath(code.co_filename), line) if line is not None else None
 
 
+@functools.lru_cache(maxsize=256)
 def forward_site(cls: type, user_only: bool = True) -> Site | None:
     """Where a module class defines ``forward``: only for classes of user code (their parameters are judged
     by it), or, not ``user_only``, wherever it is (DDP's report names torch's own modules as well)."""

@@ -12,6 +12,7 @@ from gradcheck_l2c.record.arrivals import Arrivals
 from gradcheck_l2c.record.code_lines import attribute_read
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.function_sites import user_backward_return
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
 from gradcheck_l2c.record.names import name_variables, variable_name
 from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero, read_cleared
@@ -20,6 +21,7 @@ from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, Taint, TaintStore
 from gradcheck_l2c.record.terms import TermLog
+from gradcheck_l2c.record.torch_internals import function_class
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.waiting_optimizers import lone_backward, unstepped_names
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -64,10 +66,12 @@ class BackwardLog:
         self.events_at_backward = 0  # events recorded before the last backward ended
         self.missed: dict[int, dict[Chain, int]] = {}  # watched key -> the cut chains backward missed it by
         self.cut_off: set[int] = set()  # the keys the latest backward missed through a cut
-        self.consumers: dict[int, str] = {}  # watched key -> op that takes the leaf
+        # watched key -> the op that takes the leaf, and where it is a user's custom Function, its backward's return
+        self.consumers: dict[int, tuple[str, Site | None]] = {}
         # watched leaves in the graph of an output autograd.grad differentiated to other inputs with
         # create_graph=True: a loss built from that derivative may rightly not depend on them (a last bias)
         self.under_derivative: set[int] = set()
+        self.differentiated: set[int] = set()  # watched leaves a backward(inputs=...) or autograd.grad was asked about
         self.graphs: list[PendingGraph] = []
         self.graph_signatures: set[int] = set()
         self.nonleaf_reads: list[NonLeafRead] = []
@@ -89,6 +93,7 @@ class BackwardLog:
         if returned:
             reached |= returned
         registry.arrived.clear()
+        self.differentiated |= inputs or _NONE
         optimizers = self.optimizers
         if self.terms.pending:  # the terms the previous backward summed, by the steps that followed it
             self.terms.resolve(optimizers.stepped_since)
@@ -140,7 +145,8 @@ class BackwardLog:
         if missing:
             self.cut_off = set(missing)
             optimizers.use.cut()
-            self._capture(roots, missing)
+            if len(self.graphs) < MAX_GRAPHS:
+                _capture(self.graphs, self.graph_signatures, self.taints, roots, missing)
 
     def still_missing(self) -> int:
         """How many watched tensors a backward missed by a cut and none has reached since."""
@@ -159,34 +165,14 @@ class BackwardLog:
                 variable = getattr(child, "variable", None) if child is not None else None
                 key = key_of(variable) if variable is not None else None
                 if key is not None and (inputs is None or key in inputs):
-                    self.consumers.setdefault(key, type(node).__name__)
+                    if key not in self.consumers:
+                        function = function_class(node)
+                        self.consumers[key] = (type(node).__name__,
+                                               user_backward_return(function) if function is not None else None)
                     found.add(key)
                 elif key is not None and derived:
                     self.under_derivative.add(key)
         return found
-
-    def _capture(self, roots: list[Tensor], missing: dict[int, list[Chain]]) -> None:
-        if len(self.graphs) >= MAX_GRAPHS:
-            return
-        nodes = graph.grad_roots([r for r in roots if r.requires_grad])
-        if not nodes:
-            return
-        root = nodes[0]
-        signature = hash((graph.signature(root, graph.SAFE_WALK), tuple(sorted(missing))))
-        if signature in self.graph_signatures:
-            return
-        self.graph_signatures.add(signature)
-        reentry: dict[int, list[Any]] = {}
-        get = self.taints.get
-        for node in graph.iter_nodes([root], graph.SAFE_WALK):
-            variable = getattr(node, "variable", None)
-            taint = get(variable) if variable is not None else None
-            if taint is None:
-                continue
-            for key, chain in taint.chains.items():
-                if key in missing:
-                    reentry.setdefault(id(chain[-1]), []).append(node)
-        self.graphs.append(PendingGraph(root, tuple(missing), missing, reentry, signature))
 
     def assigned(self, tensor: Tensor) -> None:
         """User code assigned ``tensor.grad``: the gradient arrived, as from a backward."""
@@ -267,3 +253,27 @@ def _nonleaf_read(tensor: Tensor, frame: Any, site: Site | None) -> NonLeafRead:
         return NonLeafRead(site, stored, False, tensor.grad_fn, Origins.site_of(tensor.grad_fn), stored=True)
     name = variable_name(frame, tensor) if frame is not None else None
     return NonLeafRead(site, name or "tensor", False, tensor.grad_fn, _line_in(frame, tensor.grad_fn))
+
+
+def _capture(graphs: list[PendingGraph], signatures: set[int], taints: TaintStore, roots: list[Tensor],
+             missing: dict[int, list[Chain]]) -> None:
+    """Keep the graph of a backward that missed watched tensors through cuts (once per shape of graph and missing
+    set), with the nodes where each cut's value re-entered it, for drawing."""
+    nodes = graph.grad_roots([r for r in roots if r.requires_grad])
+    if not nodes:
+        return
+    root = nodes[0]
+    signature = hash((graph.signature(root, graph.SAFE_WALK), tuple(sorted(missing))))
+    if signature in signatures:
+        return
+    signatures.add(signature)
+    reentry: dict[int, list[Any]] = {}
+    for node in graph.iter_nodes([root], graph.SAFE_WALK):
+        variable = getattr(node, "variable", None)
+        taint = taints.get(variable) if variable is not None else None
+        if taint is None:
+            continue
+        for key, chain in taint.chains.items():
+            if key in missing:
+                reentry.setdefault(id(chain[-1]), []).append(node)
+    graphs.append(PendingGraph(root, tuple(missing), missing, reentry, signature))

@@ -41,8 +41,7 @@ def function_backward_site(text: str, roots: list[Tensor]) -> tuple[Site | None,
         if cls is None or type(node).__name__ != match[1]:
             continue
         detail["function"] = cls.__name__
-        backward = cls.vjp if cls.vjp is not torch.autograd.Function.vjp else cls.backward
-        code = getattr(getattr(backward, "__func__", backward), "__code__", None)
+        code = _backward_code(cls)
         if code is None:
             return None, detail
         lines = return_lines(code)
@@ -50,6 +49,22 @@ def function_backward_site(text: str, roots: list[Tensor]) -> tuple[Site | None,
         detail["returns"] = len(lines)
         return (Site(file, lines[-1]) if lines else Site(file, code.co_firstlineno)), detail
     return None, detail
+
+
+def user_backward_return(cls: Any) -> Site | None:
+    """The last ``return`` of the backward of ``cls``, a custom Function written in user code: where it hands out
+    each input's gradient (a ``None`` there leaves that input without one); None for a library's Function."""
+    code = _backward_code(cls)
+    if code is None or frame_kind(code.co_filename) != USER:
+        return None
+    lines = return_lines(code)
+    return Site(os.path.abspath(code.co_filename), lines[-1] if lines else code.co_firstlineno)
+
+
+def _backward_code(cls: Any) -> Any:
+    """The code of the backward (or ``vjp``) a custom Function ``cls`` defines, or None."""
+    backward = cls.vjp if cls.vjp is not torch.autograd.Function.vjp else cls.backward
+    return getattr(getattr(backward, "__func__", backward), "__code__", None)
 
 
 def missing_backward_site(roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:

@@ -11,6 +11,7 @@ import sys
 from typing import Any, Callable, Protocol
 
 import torch
+from torch import nn
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.args import any_requires_grad, op_label, requires_grad_in, tensors_in
@@ -214,11 +215,9 @@ def on_requires_grad(mode: Mode, func, args, kwargs):
     tensor = args[0]
     registry = mode.state.registry
     if tensor.requires_grad and tensor.is_leaf and caller_is_user(2):
-        registry.watch_leaf(tensor, user_site(1), user_leaf=True)
-    watched = registry.get(tensor)
-    if watched is not None:
-        watched.frozen = not tensor.requires_grad
-        watched.frozen_at = user_site(1) if watched.frozen else None  # the line to change if all end frozen
+        registry.watch_leaf(tensor, user_site(1), user_leaf=True, made=False)
+    # the user line that froze it (the line to change if all end frozen), or made a parameter trainable
+    registry.switched(tensor, user_site(1) if not tensor.requires_grad or isinstance(tensor, nn.Parameter) else None)
     return out
 
 

@@ -98,8 +98,8 @@ def name_lines_alike(registry: WatchRegistry) -> None:
 def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
     """Remember, for each watched parameter of ``root``'s tree, the parameters of its module's tree (one
     getting a gradient shows that forward ran), where the forward of its module and of that module's
-    parent start, and where user code first called each module above it: judged later, maybe after the model
-    is gone."""
+    parent start, and where user code first called each module above it (and whether its class's forward is user
+    code): judged later, maybe after the model is gone."""
     modules = dict(root.named_modules())
     called = registry.called
     for prefix, module in modules.items():
@@ -113,7 +113,8 @@ def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
         chain = [module] + [modules[prefix.rsplit(".", depth)[0]] for depth in range(1, prefix.count(".") + 1)]
         if prefix:
             chain.append(root)
-        calls = tuple((id(m), type(m).__name__, called[id(m)][1] if id(m) in called else None) for m in chain)
+        calls = tuple((id(m), type(m).__name__, called[id(m)][1] if id(m) in called else None,
+                       forward_site(type(m)) is not None) for m in chain)
         for (attribute, _), watched in zip(named, params):
             if watched is not None:
                 watched.siblings, watched.forwards, watched.holder = keys, forwards, type(module).__name__

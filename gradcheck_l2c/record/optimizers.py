@@ -42,6 +42,8 @@ class OptimizerRecord:
     group_site: Site | None = None  # a parameter group built beside it and never given to it: its last line
     group_keys: set[int] = field(default_factory=set)  # and the watched keys in that group
     lone_backward: Site | None = None  # not stepped yet: an early backward that reached its parameters, no other's
+    shared_backward: Site | None = None  # or one that reached its parameters and other optimizers' too
+    shared_with: tuple[int, ...] = ()  # the positions of those other optimizers
     scheduler_step: Site | None = None  # not stepped yet: the first user line that stepped its learning-rate schedule
     scheduler_steps: int = 0  # and how often user code stepped that schedule meanwhile
     step_order: int = -1  # when, on the trace's count of steps

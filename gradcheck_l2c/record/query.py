@@ -64,8 +64,6 @@ class TraceRecord:
     _health: NanWatch | None = None
     _grad_stats: GradStats | None = None
 
-    # ---- watched tensors --------------------------------------------------------------------
-
     def watched(self) -> list[Watched]:
         """Every watched tensor, in the order it was first watched (its key)."""
         return self._registry.all
@@ -91,8 +89,6 @@ class TraceRecord:
     def leaf_names(self, node: Any) -> list[str]:
         """Names of the watched leaves an autograd node's graph reaches (for "the gradient went to ...")."""
         return [w.name for w in map(self._registry.get, graph.leaf_tensors([node])) if w is not None]
-
-    # ---- what happened ------------------------------------------------------------------------
 
     @property
     def backwards(self) -> int:
@@ -120,9 +116,13 @@ class TraceRecord:
         """The optimizer steps that found no gradient for a tensor a cut kept it from."""
         return self._optimizers.misses.get(key)
 
-    def consumer(self, key: int) -> str | None:
-        """The autograd node that takes a watched leaf in the first graphs (to blame when nothing arrives)."""
+    def consumer(self, key: int) -> tuple[str, Site | None] | None:
+        """The autograd node taking a watched leaf in the first graphs, and a user's custom Function's ``return``."""
         return self._backwards.consumers.get(key)
+
+    def differentiated(self, key: int) -> bool:
+        """Whether a ``backward(inputs=...)`` or ``autograd.grad`` was asked for a watched leaf's gradient."""
+        return key in self._backwards.differentiated
 
     def under_derivative(self, key: int) -> bool:
         """Whether a watched leaf was in the graph of ``autograd.grad(create_graph=True)`` taken to other inputs."""

@@ -12,15 +12,21 @@ from gradcheck_l2c.record.param_sources import step_call_guard
 
 def lone_backward(live: dict[int, OptimizerRecord], frame: Any, reached: set[int]) -> None:
     """Early backwards (the first three): remember, for an optimizer that has not stepped yet whose parameters
-    this backward reached, and no other optimizer's, the backward's line (a discriminator's own backward)."""
+    this backward reached, and no other optimizer's, the backward's line (a discriminator's own backward); where it
+    reached other optimizers' parameters too, the line and those optimizers (a joint loss stepped by one of them)."""
     waiting = _waiting(live)
     frame = _user(frame)
     if not waiting or frame is None:
         return
     for record in waiting:
-        if record.lone_backward is None and reached & record.keys and not any(
-                reached & other.keys for other in live.values() if other is not record):
-            record.lone_backward = Site(os.path.abspath(frame.f_code.co_filename), frame.f_lineno)
+        if record.lone_backward is not None or not reached & record.keys:
+            continue
+        others = tuple(other.position for other in live.values() if other is not record and reached & other.keys)
+        site = Site(os.path.abspath(frame.f_code.co_filename), frame.f_lineno)
+        if not others:
+            record.lone_backward = site
+        elif record.shared_backward is None:
+            record.shared_backward, record.shared_with = site, others
 
 
 def unstepped_names(live: dict[int, OptimizerRecord], frame: Any) -> None:

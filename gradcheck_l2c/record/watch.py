@@ -5,6 +5,8 @@ How each one's gradient arrival is noted is `arrival_hooks.py`'s job (a post-acc
 """
 from __future__ import annotations
 
+import os
+import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
@@ -14,9 +16,9 @@ from torch import nn
 
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.record.arrival_hooks import Polling, watch_arrivals
-from gradcheck_l2c.record.locations import Site, StackEntry
+from gradcheck_l2c.record.locations import USER, Site, StackEntry, frame_kind
 from gradcheck_l2c.record.scope import Clock
-from gradcheck_l2c.record.torch_internals import is_parameter
+from gradcheck_l2c.record.torch_internals import MODULE_CALLS, is_parameter
 
 
 class Owner(NamedTuple):
@@ -64,8 +66,9 @@ class Watched:
     copied: bool = False  # copy.deepcopy copied it: a template, judged through its copies
     frozen: bool = False  # requires_grad was switched off after it was watched (and not on again)
     frozen_at: Site | None = None  # the user line that switched it off
+    thawed_at: Site | None = None  # a parameter: the last user line that switched it on (``model.requires_grad_()``)
     born: int = 0  # backward calls seen before it was watched
-    gone_unused: bool = False  # freed before the first backward ran (a model replaced before training began)
+    gone_unused: bool = False  # freed before any backward ran while it lived (a placeholder replaced before training)
     optimizers_before: int = -1  # made during the trace after this many optimizers were built (-1: before it)
     placed: Sequence[tuple[int, Site]] = ()  # `placements.placements`, at the end
     filled: bool = False  # values were copied into it without grad (load_state_dict, copy_)
@@ -73,13 +76,15 @@ class Watched:
     built_at: Site | None = None  # made after an optimizer: the line outside module constructors that asked
     joined: Site | None = None  # and the later line of that frame that set its module into another (at the end)
     made_in_forward: bool = False  # the user made it while a module's forward ran (a lazy parameter)
+    forward_line: Site | None = None  # a plain leaf made after an optimizer, in a forward: that forward's line
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     stepped_by_script: bool = False  # in no optimizer, yet its values changed after its first gradient
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
     forwards: tuple[Site | None, Site | None] = (None, None)  # forward of that module, and of its parent
     read_in_forward: Site | None = None  # the line where that forward computes with it (``self.<name>.op()``)
     holder: str = ""  # class of the module that holds it
-    calls: tuple[tuple[int, str, Site | None], ...] = ()  # that module and those above it: id, class, first call
+    # that module and those above it: id, class, first call, whether the class's forward is the user's
+    calls: tuple[tuple[int, str, Site | None, bool], ...] = ()
     last_reached: int = 0  # the backward call (1-based) that last gave it a gradient
     first_reached: int = 0  # and the one that first did
     hook: Any = None
@@ -173,6 +178,8 @@ class WatchRegistry:
         # Parameters made during the trace: their line, how many optimizers had been built then, and (once
         # one was) the line outside module constructors that asked for it (`locations.built_at`)
         self.created: dict[int, tuple[weakref.ref, Site | None, int, Site | None, bool]] = {}
+        # id -> (parameter, line) where user code switched on requires_grad before it was watched (`switched`)
+        self.thawed: dict[int, tuple[weakref.ref, Site]] = {}
         # id -> key of the leaves user code asked gradients for: ops taking one first remember their line
         self.user_leaves: dict[int, int] = {}
         # (id(module), attribute) -> (module, line) where user code set a plain tensor or a list/dict attribute
@@ -213,7 +220,7 @@ class WatchRegistry:
                 self.changes += 1
             return existing
         key = len(self.all)
-        user_leaves, died, everything = self.user_leaves, self.died, self.all
+        user_leaves, died, everything, clock = self.user_leaves, self.died, self.all, self.clock
 
         def forget(_: Any, ident: int = ident, key: int = key) -> None:
             current = by_id.get(ident)
@@ -224,6 +231,8 @@ class WatchRegistry:
             watched = everything[key]
             watched.hook = None  # its hooks died with it: nothing left to remove
             watched.ref = FREED
+            if watched.born == clock.backwards and clock.backwards:  # no backward ran while it lived
+                watched.gone_unused = True
             died.append(key)
 
         shared = self._shared.setdefault
@@ -254,11 +263,12 @@ class WatchRegistry:
             watched.gone_unused = watched.ref() is None
 
     def watch_leaf(self, tensor: torch.Tensor, site: Site | None, owner: tuple[nn.Module, str] | None = None,
-                   explicit: bool = False, user_leaf: bool = False) -> None:
+                   explicit: bool = False, user_leaf: bool = False, made: bool = True) -> None:
         """Watch a leaf that requires grad; a post-accumulate hook tells when it gets a gradient.
 
         ``user_leaf``: user code asked for this leaf's gradient by creating it with
-        ``requires_grad=True`` — unlike module parameters, which require grad by default.
+        ``requires_grad=True`` — unlike module parameters, which require grad by default; ``made``: created so
+        (a factory, a constructor), not switched on later on a value it had (``x.requires_grad_()``).
         """
         if not (tensor.requires_grad and tensor.is_leaf):
             return
@@ -267,12 +277,29 @@ class WatchRegistry:
             created = self.created.get(id(tensor))
             if created is not None and created[0]() is tensor:
                 watched.optimizers_before, watched.built_at, watched.rebound = created[2], created[3], created[4]
+            thawed = self.thawed.pop(id(tensor), None) if self.thawed else None
+            if thawed is not None and thawed[0]() is tensor:
+                watched.thawed_at = thawed[1]
         if user_leaf and not watched.user_leaf:
             watched.user_leaf = True
             self.user_leaves[id(tensor)] = watched.key
+            if self.clock.optimizers and made and not watched.is_parameter:
+                watched.forward_line = _line_in_forward(sys._getframe(1))
         if watched.hook is None:
             watched.born = self.clock.backwards
             watch_arrivals(self, watched, tensor, user_leaf)
+
+    def switched(self, tensor: torch.Tensor, site: Site | None) -> None:
+        """User code set ``requires_grad`` of ``tensor`` at ``site`` (None: a plain leaf switched on, not looked up): a
+        watched one is frozen or trainable from now on; a parameter switched on before it is watched keeps the line."""
+        watched, on = self.get(tensor), tensor.requires_grad
+        if watched is not None:
+            watched.frozen, watched.frozen_at = not on, None if on else site
+            if on and site is not None:
+                watched.thawed_at = site
+        elif on and site is not None:
+            thawed, ident = self.thawed, id(tensor)
+            thawed[ident] = (weakref.ref(tensor, lambda _: thawed.pop(ident, None)), site)
 
     def expect(self, tensor: torch.Tensor, site: Site | None) -> None:
         """User code asserts at ``site`` that ``tensor`` gets a gradient: it is meant to learn, and ``site`` is
@@ -311,6 +338,20 @@ class WatchRegistry:
         for ident in gone:
             del self.modules[ident]
         return alive
+
+
+def _line_in_forward(frame: Any) -> Site | None:
+    """The line of the user's ``forward`` (past the helpers it calls) that is running under ``frame``, if a module
+    call is on the stack: the user frame just inside the innermost module call."""
+    inner = None
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in MODULE_CALLS:
+            return None if inner is None else Site(os.path.abspath(inner.f_code.co_filename), inner.f_lineno)
+        if frame_kind(code.co_filename) == USER:
+            inner = frame
+        frame = frame.f_back
+    return None
 
 
 def owner_of(module: nn.Module, attr: str) -> Owner:

@@ -631,14 +631,16 @@ def test_custom_function_that_drops_a_gradient(snippet):
             return x * w
         @staticmethod
         def backward(ctx, grad):
-            return grad, None
+            return grad, None  # <- return
     w = nn.Parameter(torch.ones(4))  # <- param
     optimizer = torch.optim.SGD([w], lr=0.1)
     Scale.apply(x, w).sum().backward()
     """))
     t = buggy.run()
-    assert [(f.kind, f.tensor, f.line) for f in t.findings] == [("non_differentiable", "w", buggy.line("param"))]
+    # the user's own Function: named at its backward's return, which hands w no gradient
+    assert [(f.kind, f.tensor, f.line) for f in t.findings] == [("non_differentiable", "w", buggy.line("return"))]
     assert "ScaleBackward" in t.findings[0].message
+    assert [(r.role, r.line) for r in t.findings[0].related] == [("defined", buggy.line("param"))]
     fixed = snippet(program("""
     class Scale(torch.autograd.Function):
         @staticmethod

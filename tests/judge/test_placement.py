@@ -280,3 +280,43 @@ def test_a_non_leaf_given_to_an_optimizer_is_named_where_it_was_made(snippet):
     found = [f for f in t.findings if f.kind == "non_leaf_watched"]
     assert [f.line for f in found] == [script.line("made")]
     assert "refused" in found[0].message
+
+
+def test_a_library_layer_switched_on_and_never_used_is_named_where_it_was_switched_on(snippet):
+    """kohya sd-scripts (eco24d_kohya): ``text_encoder.requires_grad_(True)`` makes a library model trainable whose last
+    layer the loss never uses; freezing that layer after this line is the fix. A layer of the user's own model keeps
+    its definition line (a module called but dropped)."""
+    script = snippet("""
+import torch
+import torchvision
+torch.manual_seed(0)
+model = torchvision.models.googlenet(weights=None, aux_logits=True, init_weights=False, num_classes=3)
+model.requires_grad_(True)  # <- thawed
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(2):
+    loss = torch.nn.functional.cross_entropy(model(torch.randn(2, 3, 64, 64)).logits, torch.tensor([0, 1]))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""")
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert {(f.kind, f.line) for f in found} == {("unused_parameter", script.line("thawed"))}
+    assert all(f.tensor.startswith(("GoogLeNet.aux1.", "GoogLeNet.aux2.")) for f in found)
+    assert all("this line made it trainable" in f.message and "requires_grad_(False)" in f.fix for f in found)
+    script, found = loud(snippet, """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used = Block()
+        self.aux = Block()  # <- defined
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, h):
+        h = self.used(h)
+        extra = self.aux(h)
+        return self.head(h)
+
+model = Net()
+model.requires_grad_(True)
+""")
+    assert {(f.kind, f.line) for f in found} == {("unused_parameter", script.line("defined"))}

@@ -92,3 +92,50 @@ image = x[:1].clone().requires_grad_()
 print(image.grad.abs())
 """)
     assert found == []
+
+
+FORWARD = """
+from torch import nn
+
+
+class Weighted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.Linear(4, 3)
+
+    def make(self, values):
+        return values.requires_grad_(True) if LATER else torch.tensor(values.tolist(), requires_grad=True)
+
+    def forward(self, h):
+        weights = self.make(torch.rand(3))  # <- drawn
+        terms = ((self.heads(h) - y) ** 2).mean(0)
+        DERIVATIVE
+        return (torch.softmax(weights, 0) * terms).sum()
+
+
+model = Weighted()
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+for step in range(3):
+    loss = model(x)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_loss_weights_made_anew_in_every_forward_are_named_at_the_forwards_line(snippet):
+    """HiMol (b24b_himol): learnable loss weights drawn with requires_grad=True inside forward (through a helper) at
+    every call: each gets a gradient, no optimizer holds any, none ever learns. Named at the forward's line."""
+    script, found = optimizer_findings(snippet, FORWARD.replace("LATER", "False").replace("DERIVATIVE", "pass"))
+    assert [(f.line, f.severity) for f in found] == [(script.line("drawn"), "warning")], found
+    assert "at every call" in found[0].message and "nn.Parameter" in found[0].fix
+
+
+def test_a_value_switched_to_requires_grad_in_forward_or_differentiated_there_is_no_weight(snippet):
+    # requires_grad_() on a value the forward computed (enable_input_require_grads' hook), and a leaf the forward
+    # differentiates with autograd.grad (a PINN's coordinates): inputs, not weights drawn anew
+    script, found = optimizer_findings(snippet, FORWARD.replace("LATER", "True").replace("DERIVATIVE", "pass"))
+    assert found == []
+    derivative = "terms = terms + torch.autograd.grad(weights.pow(3).sum(), weights, create_graph=True)[0]"
+    script, found = optimizer_findings(snippet, FORWARD.replace("LATER", "False").replace("DERIVATIVE", derivative))
+    assert found == []

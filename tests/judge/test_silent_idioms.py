@@ -572,3 +572,43 @@ def test_the_same_layers_an_optimizer_holds_are_still_named_under_no_grad(snippe
     script = snippet(program(EMA_GENERATOR.format(trained="g_ema.parameters()")))
     t = script.run()
     assert ("no_grad", script.line("sample")) in [(kind, line) for kind, _, line, _ in loud(t)]
+
+
+def test_a_placeholder_replaced_before_any_backward_of_its_life_is_silent(snippet):
+    """LSQ quantisation-aware fine-tuning (lsq-net): after full-precision training, a quantiser is built with a
+    placeholder step size that ``init_from`` replaces with a data-initialised Parameter before any backward runs: the
+    placeholder could never learn. The same placeholder kept while a backward runs, and unused, is still named."""
+    code = '''
+    class Quantiser(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.s = nn.Parameter(torch.ones(1))  # <- placeholder
+
+        def init_from(self, w):
+            self.s = nn.Parameter(w.detach().abs().mean().reshape(1))
+
+        def forward(self, w):
+            return w / self.s
+
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train(params, steps, quantiser=None):
+        opt = torch.optim.SGD(params, lr=0.1)
+        for step in range(steps):
+            weight = model.weight if quantiser is None else quantiser(model.weight)
+            loss = F.cross_entropy(F.linear(x, weight, model.bias), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    train(model.parameters(), 2)
+    quantiser = Quantiser()
+    LATER
+    train([*model.parameters(), quantiser.s], 2, quantiser)
+    '''
+    t = snippet(program(code.replace("LATER", "quantiser.init_from(model.weight)"))).run()
+    assert loud(t) == [] and missing(t) == []
+    script = snippet(program(code.replace("LATER", "train(model.parameters(), 1)\n    quantiser.init_from(model.weight)")))
+    t = script.run()
+    assert ("unused_parameter", "Quantiser.s", script.line("placeholder"), "error") in loud(t), loud(t)

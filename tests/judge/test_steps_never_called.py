@@ -58,3 +58,25 @@ def test_a_scheduler_stepped_where_the_optimizer_step_belongs_is_named(snippet):
     script = snippet(PRELUDE + textwrap.dedent(SCHEDULED.replace("BATCH", "pass").replace("EPOCH", "scheduler.step()")))
     (finding,) = [f for f in script.run().findings if f.severity in ("error", "warning")]
     assert (finding.kind, finding.line) == ("optimizer", script.line("backward")), finding.message
+
+
+def test_an_optimizer_never_stepped_beside_one_that_steps_a_joint_loss_is_named_at_that_step(snippet):
+    """SoftMaskedBert (b24c_softmaskedbert): one loss sums the detector's and the corrector's terms, one backward gives
+    both gradients, and only the corrector's optimizer steps: the detector's step belongs beside that step."""
+    script = snippet(PRELUDE + textwrap.dedent("""
+    detector, corrector = nn.Linear(6, 6), nn.Linear(6, 1)
+    detector_optimizer = torch.optim.Adam(detector.parameters())  # <- built
+    optimizer = torch.optim.Adam(corrector.parameters())
+    for step in range(3):
+        optimizer.zero_grad()
+        prob = torch.sigmoid(detector(x))
+        loss = corrector(x * prob).pow(2).mean() + prob.mean()
+        loss.backward()  # <- backward
+        optimizer.step()  # <- step
+    """))
+    (finding,) = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert (finding.kind, finding.line) == ("optimizer", script.line("step")), finding.message
+    assert finding.tensor.startswith("detector.")
+    assert "detector_optimizer.step() here" in finding.fix
+    assert {(p.role, p.line) for p in finding.related} == {("used", script.line("built")),
+                                                           ("symptom", script.line("backward"))}

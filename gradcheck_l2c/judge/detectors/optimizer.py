@@ -132,7 +132,7 @@ def scan(run) -> list[Finding]:
     # scheduler step that stands in its place, with the backward as symptom)
     lines = {(f.file, f.line) for f in never}
     lines |= {(p.file, p.line) for f in never for p in f.related if p.role == "symptom"}
-    return found + _unread(run, lines) + never
+    return found + _unread(run, lines) + never + _drawn_in_forward(run)
 
 
 def _never_stepped(run) -> list[Finding]:
@@ -176,6 +176,19 @@ def _never_stepped(run) -> list[Finding]:
                 related={"used": record.site},
             ))
             continue
+        partner = _stepped_beside(run, record) if record.step_call is None else None
+        if partner is not None:
+            found.append(run.finding(
+                KIND, "warning", shown, partner.step_site,
+                f"{run.record.backwards} backward passes gave gradients to the parameters of the {record.name} "
+                f"built at {record.site}, but the script never calls its step(): the backward at "
+                f"{record.shared_backward} gives gradients to them and to those of the {partner.name} built at "
+                f"{partner.site}, and only that one steps, here, so they never changed.",
+                f"call {call} here too (and its zero_grad() beside the other's), or give the {partner.name} these "
+                "parameters as well.",
+                related={"used": record.site, "symptom": record.shared_backward},
+            ))
+            continue
         if record.step_guard is not None:
             where = f"its step() at {record.step_call} never ran: the condition here was never true"
         elif record.step_call is not None:
@@ -191,6 +204,45 @@ def _never_stepped(run) -> list[Finding]:
             related={"used": record.site},
         ))
     return found
+
+
+def _drawn_in_forward(run) -> list[Finding]:
+    """Plain leaves that a module's forward makes with requires_grad at every call (loss weights drawn anew), each
+    given a gradient no code reads, held by no optimizer while optimizers step the model: none ever learns."""
+    record = run.record
+    if not any(other.step_order >= 0 for other in record.optimizers):
+        return []
+    made: dict = {}
+    for watched in record.watched():
+        if (watched.user_leaf and not watched.is_parameter and watched.ever_grad and not watched.optimized
+                and not watched.grad_used and watched.grad_read is None and not watched.stepped_by_script
+                and watched.forward_line is not None and not record.differentiated(watched.key)):
+            made.setdefault(watched.forward_line, []).append(watched)
+    found = []
+    for site, leaves in made.items():
+        if len(leaves) < 2:
+            continue
+        name = leaves[-1].name
+        found.append(run.finding(
+            KIND, "warning", name, site,
+            f"{name} gets gradients but is in no optimizer, so it never changes: this line, in a forward, makes a new "
+            f"leaf with requires_grad at every call ({len(leaves)} of them got gradients), so each gradient lands on a "
+            "fresh tensor that no optimizer holds and the next call starts again from new values.",
+            "make it once, as a Parameter of the module (self.<name> = nn.Parameter(...) in __init__), and use that "
+            "here: an optimizer built from model.parameters() then holds it.",
+        ))
+    return found
+
+
+def _stepped_beside(run, record):
+    """The optimizer that steps, in the function of a joint backward's line, the parameters that backward gave
+    gradients besides those of ``record`` (which never steps): where ``record``'s step belongs."""
+    shared = record.shared_backward
+    if shared is None:
+        return None
+    return next((other for other in run.record.optimizers if other.position in record.shared_with
+                 and other.step_order >= 0 and other.step_site is not None and other.step_site.file == shared.file
+                 and other.step_site.line > shared.line), None)
 
 
 def _unread(run, never: set[tuple[str, int]]) -> list[Finding]:

@@ -27,7 +27,7 @@ def scan(run) -> list[Finding]:
         if not run.expected_or_optimized(watched) or watched.born >= record.backwards:
             continue  # not meant to learn, or no backward ran since it was made
         site = _unused_module_site(run, watched, families) or record.defined_at(watched)
-        consumer = record.consumer(watched.key)
+        consumer, returned = record.consumer(watched.key) or (None, None)
         if consumer == COMPILED_NODE:
             found.append(run.finding(
                 "non_differentiable", "error" if expected else "warning", watched.name, site,
@@ -39,12 +39,15 @@ def scan(run) -> list[Finding]:
             ))
             continue
         if consumer is not None:
-            found.append(run.finding(
-                "non_differentiable", "error" if expected else "warning", watched.name, site,
-                f"{watched.name} is in the loss's graph, but {consumer} passed it no gradient (a custom "
-                "autograd.Function whose backward returns None for it, or an input it does not differentiate).",
+            found.append(run.finding(  # at the return of a user's Function's backward, which hands it out
+                "non_differentiable", "error" if expected else "warning", watched.name, returned or site,
+                f"{watched.name} is in the loss's graph, but {consumer} passed it no gradient"
+                + (f": the return of its backward here gives None for it (it is defined at {site})." if returned
+                   else " (a custom autograd.Function whose backward returns None for it, or an input it does not "
+                   "differentiate)."),
                 f"return a gradient for this input from {consumer}'s backward, or compute the path with "
                 "differentiable torch ops.",
+                related={"defined": site if returned else None, "symptom": watched.grad_read},
             ))
             continue
         if run.uses(watched):
@@ -71,12 +74,16 @@ def scan(run) -> list[Finding]:
                 fix = (f"use it in {module}.forward so that the loss depends on it, or set requires_grad_(False) "
                        "on it (or register it as a buffer) if it is not meant to learn.")
             elif (call := _unlearnt_call(watched, families)) is not None:
-                caller, used = call
+                caller, used, users = call
                 where = (f"; {caller} was called at {used}, but no backward went through its output (none of its "
                          "parameters got a gradient)")
                 fix = (f"make the loss that backward() starts from depend on the output of this {caller} call (an "
                        "output dropped by `x, _ = ...` or overwritten is lost), or stop calling it and remove it "
                        "(freeze it with requires_grad_(False) if it should stay but not learn).")
+                if watched.thawed_at is not None and not users:  # a library's layer a user line switched on
+                    site, where = watched.thawed_at, where + "; this line made it trainable"
+                    fix = (f"freeze this {caller} after this line (its requires_grad_(False)) if the loss is not meant "
+                           f"to use its output, or make the loss depend on the output of the {caller} call.")
             else:
                 where = (f"; no parameter of {module} got a gradient, so its forward was never called "
                          "or its output was not used")
@@ -110,7 +117,7 @@ class _Families:
             record = self.run.record
             for w in record.watched():
                 if w.trainable():
-                    for module in {ident for ident, _ in w.placed} | {ident for ident, _, _ in w.calls}:
+                    for module in {ident for ident, _ in w.placed} | {ident for ident, *_ in w.calls}:
                         self._learnt[module] = self._learnt.get(module, False) or w.ever_grad
         return self._learnt.get(ident, False)
 
@@ -125,14 +132,14 @@ def _unused_module_site(run, watched, families: _Families):
 
 
 def _unlearnt_call(watched, families: _Families):
-    """The outermost module above the tensor none of whose parameters learnt, if user code called it: its class and
-    the line of its first call (it ran; its output reached no backward)."""
+    """The outermost module above the tensor none of whose parameters learnt, if user code called it: its class, the
+    line of its first call (it ran; its output reached no backward) and whether its forward is the user's code."""
     found = None
-    for ident, cls, site in watched.calls:  # the holder first
+    for ident, cls, site, users in watched.calls:  # the holder first
         if families.learnt(ident):
             break
         if site is not None:
-            found = cls, site
+            found = cls, site, users
     return found
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.judge.grad_stats import layer_gradients
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
+from gradcheck_l2c.judge.symptoms import with_symptoms
 from gradcheck_l2c.judge.zero_gradients import zero_gradient_findings
 from gradcheck_l2c.record.facts import Event, Site, StepMiss, Watched
 from gradcheck_l2c.record.query import TraceRecord
@@ -243,7 +244,7 @@ def judge(record: TraceRecord) -> Verdict:
     watched = [WatchedTensor(w.name, w.shape, False if w.key in unstepped else w.got_grad)
                for w in run.watched() if w.trainable() and _listed(run, w, named)]
     names = sorted({w.name for w in record.watched()})
-    findings = _unique(run.findings)
+    findings = with_symptoms(run, _unique(run.findings))
     findings = apply_suppressions(findings, touched_files(record, findings))
     return Verdict(findings, watched, [g for g in graphs if g is not None], unmatched, names,
                    layer_gradients(record))

@@ -28,7 +28,7 @@ from gradcheck_l2c.record.function_sites import function_backward_site, missing_
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
-from gradcheck_l2c.record.refusal_sources import last_frozen, made_elsewhere
+from gradcheck_l2c.record.refusal_sources import last_frozen, library_owner_made, made_elsewhere
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
@@ -101,8 +101,9 @@ class ErrorRecorder:
                 cause = _raised_in(error, call)
             elif category == "graphless" and torch.is_inference_mode_enabled():
                 # enable_grad() records nothing inside inference_mode: the lines running now, for the judge to
-                # find the one under the inference_mode that turned recording off
-                detail = {"inference": tuple(site for _, _, site in user_stack(1))}
+                # find the one under the inference_mode that turned recording off (or the library object that did)
+                detail = {"inference": tuple(site for _, _, site in user_stack(1)),
+                          "owner_made": library_owner_made(frame)}
             elif category == "graphless" and self.scope.custom_forwards:
                 # a custom Function's forward runs with grad off: the value was made there, on the line binding it
                 made = last_binding(frame.f_code, subject, call.line) if frame is not None and call is not None else None

@@ -23,6 +23,7 @@ class EventExtra(TypedDict, total=False):
     output: str  # non_differentiable: "bool" (a mask), "integer" (indices, a cast), "step" (round, sign), "sample"
     snapshot: Site | None  # state_dict_alias: where the stale state_dict() snapshot was taken
     outer: str  # module_in_forward: the class whose forward built the module
+    built_after: int  # module_in_forward: how many optimizers had been built when it was first built
     saver: str  # inplace_saved: the autograd node that saved the tensor
     saver_site: str | None  # inplace_saved: where that node was made ("train.py:12")
     symptom: Site | None  # inplace_saved: the backward that failed

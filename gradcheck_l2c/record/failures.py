@@ -89,14 +89,14 @@ class FailureRecorder:
         stale = int(match["version"])
         # several writes since it was saved: the first one (the version after the expected one) is the change
         first = int(match["expected"]) + 1 if match["expected"] is not None else stale
-        saver, pairs = _stale_saved(roots)
+        saver, pairs, near = _stale_saved(roots)
         saver_name = type(saver).__name__ if saver is not None else "an operation"
         saver_site = graph.node_site(saver)
         symptom = user_site(2)
         self._reentered(roots)
         write = _write_into(saver, self.writes.recent, first) or self._write(shape, first, exact=True) \
             or self._write(shape, stale, exact=True)
-        step = self._stepped([(shape, stale)] + pairs) if write is None else None
+        step = self._stepped([(shape, stale)] + pairs, near) if write is None else None
         if step is not None:
             optimizer = _optimizer_name(step)
             self.events.record(KIND, -1, _in_shared_frame(step.step_stack, user_stack(2)) or step.step_site, f"{optimizer}.step()", saver=saver_name,
@@ -130,11 +130,14 @@ class FailureRecorder:
                 return write
         return None
 
-    def _stepped(self, stale: list[tuple[tuple[int, ...], int]]) -> OptimizerRecord | None:
+    def _stepped(self, stale: list[tuple[tuple[int, ...], int]], near: set[int]) -> OptimizerRecord | None:
         """Of the optimizers whose latest ``step()`` holds a parameter of a stale saved tensor's shape (or its
         transpose, which linear layers save) now at its version, the one that stepped first: every step from
         it on changed weights the graph saved, and it is where the steps went ahead of this backward (several
-        critics stepped before the actor's loss that used them all)."""
+        critics stepped before the actor's loss that used them all). Where some of those parameters are inputs of
+        the nodes that saved stale tensors (``near``), only those count: a world model stepped earlier holds
+        parameters of the same shape, stepped as often, that this graph never saved."""
+        found = []
         for record in sorted(self.optimizers.records, key=lambda r: r.step_order):
             optimizer = record.optimizer()
             if optimizer is None or record.step_site is None:
@@ -142,8 +145,8 @@ class FailureRecorder:
             for group in optimizer.param_groups:
                 for param in group["params"]:
                     if any(version(param) == at and tuple(param.shape) in (shape, shape[::-1]) for shape, at in stale):
-                        return record
-        return None
+                        found.append((id(param) in near, record))
+        return next((record for saved, record in found if saved), found[0][1] if found else None)
 
     def _graphless(self, roots: list[torch.Tensor]) -> Graphless | None:
         taint = None
@@ -196,10 +199,11 @@ def _optimizer_name(record: OptimizerRecord) -> str:
     return record.name
 
 
-def _stale_saved(roots: list[torch.Tensor]) -> tuple[Any, list[tuple[tuple[int, ...], int]]]:
-    """The first node whose saved tensor is stale (reading it raises the same error), and the shape and version
-    of every stale tensor the graph saved."""
-    saver, stale = None, []
+def _stale_saved(roots: list[torch.Tensor]) -> tuple[Any, list[tuple[tuple[int, ...], int]], set[int]]:
+    """The first node whose saved tensor is stale (reading it raises the same error), the shape and version of every
+    stale tensor the graph saved, and the ids of the leaves those nodes take (directly or through a transpose or
+    view: a linear layer saves its weight's transpose)."""
+    saver, stale, near = None, [], set()
     for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
         for attr in dir(node):
             if not attr.startswith(SAVED_PREFIX):
@@ -212,4 +216,15 @@ def _stale_saved(roots: list[torch.Tensor]) -> tuple[Any, list[tuple[tuple[int, 
                     saver = saver or node
                     stale.append((tuple(int(s) for s in match["shape"].replace(" ", "").split(",") if s),
                                   int(match["version"])))
-    return saver, stale
+                    near |= _input_leaves(node)
+    return saver, stale, near
+
+
+def _input_leaves(node: Any) -> set[int]:
+    """The ids of the leaves among ``node``'s inputs, and among the inputs of the nodes right behind it."""
+    found, behind = set(), [child for child, _ in node.next_functions if child is not None]
+    for child in behind + [grand for child in behind for grand, _ in child.next_functions if grand is not None]:
+        variable = getattr(child, "variable", None)
+        if variable is not None:
+            found.add(id(variable))
+    return found

@@ -83,7 +83,7 @@ def on_item(mode: Mode, func, args, kwargs):
 
 def on_scalar(mode: Mode, func, args, kwargs):
     tensor = args[0]
-    if tensor.requires_grad:
+    if tensor.requires_grad and not mode.scope.constructing:
         label = {"__float__": "float()", "__int__": "int()", "tolist": ".tolist()",
                  "__index__": "int()"}.get(func.__name__, func.__name__)
         mode.cuts.cut("item", label, [tensor])

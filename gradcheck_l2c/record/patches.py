@@ -38,7 +38,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim.lr_scheduler import LRScheduler
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from gradcheck_l2c.record import wrappers
+from gradcheck_l2c.record import constructors, wrappers
 from gradcheck_l2c.record.bypass import ModuleBypass
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
@@ -93,9 +93,9 @@ class Patches:
                       wrappers.optimizer_init(self.state, torch.optim.Optimizer.__init__, self._quiet_steps))
         self._replace(LRScheduler, "__init__", wrappers.scheduler_init(self.state, LRScheduler.__init__))
         self._replace(LRScheduler, "step", wrappers.scheduler_step(self.state, LRScheduler.step))
-        self._replace(torch, "from_numpy", wrappers.from_numpy(self.state, torch.from_numpy))
-        _shadow(self._undo, torch.Tensor, "__new__", staticmethod(wrappers.tensor_new(self.state, torch.Tensor.__new__)))
-        variable = wrappers.variable(self.state, torch.autograd.variable.Variable)
+        self._replace(torch, "from_numpy", constructors.from_numpy(self.state, torch.from_numpy))
+        _shadow(self._undo, torch.Tensor, "__new__", staticmethod(constructors.tensor_new(self.state, torch.Tensor.__new__)))
+        variable = constructors.variable(self.state, torch.autograd.variable.Variable)
         self._replace(torch.autograd, "Variable", variable)
         self._replace(torch.autograd.variable, "Variable", variable)
         apply = wrappers.function_apply(self.state, torch.autograd.Function.__dict__["apply"])
@@ -164,8 +164,7 @@ class Patches:
         frame = user_frame(1)
         outer = inside_forward(frame.f_back if frame is not None else None, besides=module)
         if outer is not None:
-            if not own_parameters(module):  # count each new module once, not once per parameter
-                state.events.record("module_in_forward", -1, user_site(1), type(module).__name__, outer=outer)
+            _built_in_forward(state, module, outer)
             return
         state.registry.add_module(module)
         with functions_off():  # the tool's reads of the parameter, past the interceptor: not the script's
@@ -264,3 +263,11 @@ def _library_step(cls: type) -> bool:
     """Whether the ``step`` an optimizer class defines is torch's own code (not a user's)."""
     code = getattr(inspect.unwrap(cls.__dict__["step"]), "__code__", None)
     return code is not None and frame_kind(code.co_filename) == LIBRARY
+
+
+def _built_in_forward(state: TraceState, module: nn.Module, outer: str) -> None:
+    """A module made inside another module's ``forward``: told once per module, not once per parameter, with how many
+    optimizers had been built then (one made once before any optimizer may be a lazy build)."""
+    if not own_parameters(module):
+        state.events.record("module_in_forward", -1, user_site(1), type(module).__name__, outer=outer,
+                            built_after=state.clock.optimizers)

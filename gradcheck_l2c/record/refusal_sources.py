@@ -1,6 +1,7 @@
 """Where a value autograd refused came from when the call that raised is not the line to change: the parameters the
 script froze (a loss left without graph, a custom backward asking ``autograd.grad`` for them), and the line of another
-function that made a non-leaf whose ``requires_grad`` flag was then refused (a library's parameter store)."""
+function that made a non-leaf whose ``requires_grad`` flag was then refused (a library's parameter store), and the
+line that made the library object whose method runs the refusing code (a Trainer that turned inference mode on)."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,8 @@ from typing import Any
 
 from torch import Tensor
 
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.code_lines import last_binding
+from gradcheck_l2c.record.locations import LIBRARY, USER, Site, frame_kind
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.watch import Watched, WatchRegistry
@@ -37,3 +39,23 @@ def made_elsewhere(origins: Origins, tensor: Tensor | None, frame: Any) -> Site 
     code = frame.f_code
     inside = site.file == os.path.abspath(code.co_filename) and site.line in {line for *_, line in code.co_lines()}
     return None if inside else site
+
+
+def library_owner_made(frame: Any) -> Site | None:
+    """Where user code made the library object whose method, called from user code, runs the code at ``frame`` now
+    (``trainer.test(...)`` of a Lightning Trainer that turned inference mode on): at the outermost call from user code
+    into a library's method, the line of the caller that last bound the name holding that object; None if none."""
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    caller = None
+    for callee in reversed(frames):
+        kind = frame_kind(callee.f_code.co_filename)
+        if caller is not None and kind == LIBRARY:
+            owner = callee.f_locals.get("self")
+            name = next((n for n, v in caller.f_locals.items() if v is owner), None) if owner is not None else None
+            line = last_binding(caller.f_code, name, caller.f_lineno) if name is not None else None
+            return Site(os.path.abspath(caller.f_code.co_filename), line) if line is not None else None
+        caller = callee if kind == USER else caller
+    return None

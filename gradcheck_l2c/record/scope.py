@@ -27,6 +27,7 @@ class Scope:
     pid: int = field(default_factory=os.getpid)
     thread: int = field(default_factory=threading.get_ident)
     quiet: bool = False  # torch's own optimizer code is running (zero_grad, a step without closure): nothing to see
+    constructing: int = 0  # a legacy tensor constructor converts its items (their float() is no cut of the script's)
     # the custom autograd.Function classes whose forward runs now, innermost last (grad is off there by design)
     custom_forwards: list[str] = field(default_factory=list)
     captured: list[set[int]] = field(default_factory=list)  # per running custom forward: watched leaves it used

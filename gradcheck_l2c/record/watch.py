@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Sequence
 
 import torch
 from torch import nn
+from torch.nn.parameter import UninitializedTensorMixin
 
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.record.arrival_hooks import Polling, watch_arrivals
@@ -270,8 +271,8 @@ class WatchRegistry:
         ``requires_grad=True`` — unlike module parameters, which require grad by default; ``made``: created so
         (a factory, a constructor), not switched on later on a value it had (``x.requires_grad_()``).
         """
-        if not (tensor.requires_grad and tensor.is_leaf):
-            return
+        if not (tensor.requires_grad and tensor.is_leaf) or isinstance(tensor, UninitializedTensorMixin):
+            return  # a lazy module's parameter has no shape until its first call: watched once discovered after it
         watched = self.add(tensor, site, owner=owner, explicit=explicit)
         if watched.optimizers_before < 0:
             created = self.created.get(id(tensor))

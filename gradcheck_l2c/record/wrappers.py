@@ -200,46 +200,6 @@ def ddp_forward(state: TraceState, original: Callable[..., Any]) -> Callable[...
     return forward
 
 
-def from_numpy(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.from_numpy`` (which torch-function modes do not see): tainted values come back in without history."""
-
-    def from_numpy(array: Any) -> torch.Tensor:
-        tensor = original(array)
-        if (state.taints or state.cuts.numpy_exits) and state.scope.in_trace_thread():
-            state.cuts.rewrap("torch.from_numpy()", array, tensor, user_site(1), False)
-        return tensor
-
-    return from_numpy
-
-
-def tensor_new(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.Tensor(data)``, the legacy constructor (which torch-function modes do not see): numbers from a cut
-    (``torch.Tensor([loss.item() for ...])``) come back in without history. Subclasses construct as before."""
-
-    def __new__(*args: Any, **kwargs: Any) -> Any:  # (cls, *args): the signature dynamo's polyfill accepts
-        out = original(*args, **kwargs)
-        taints = state.taints
-        if args[0] is torch.Tensor and len(args) > 1 and (taints.by_id or taints.numbers or state.cuts.numpy_exits) \
-                and state.scope.in_trace_thread():
-            state.cuts.rewrap("torch.Tensor()", args[1], out, user_site(1), False)
-        return out
-
-    return __new__
-
-
-def variable(state: TraceState, original: type) -> type:
-    """A stand-in for the legacy ``Variable`` class: still matches ``isinstance``, and reports."""
-
-    class Variable(original):  # type: ignore[misc, valid-type]
-        def __new__(cls, data: Any = None, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Any:
-            out = original(data, *args, requires_grad=requires_grad, **kwargs)
-            if state.scope.in_trace_thread():
-                state.cuts.rewrap("Variable()", data, out, user_site(1), requires_grad)
-            return out
-
-    return Variable
-
-
 def tensor_backward(mode: Any, original: Callable[..., Any]) -> Callable[..., Any]:
     """``Tensor.backward`` of a plain tensor handed to the interceptor (``mode``) as torch hands it there, with the
     same arguments and the mode off the stack while it runs, minus torch's generic dispatch (about 4 µs a backward:

@@ -52,6 +52,10 @@ MISSED: dict[str, str] = {
         "from the edge predictor, which the same step still updates through its own reconstruction term (a cut term "
         "beside terms that reach the tensor is silent when a step updates what the term does reach, as in an "
         "actor-critic's detached advantage)",
+    # Batch 25, first pass and now.
+    "torchmetrics_ranking_ap_as_loss":
+        "no_grad e :33, the line, but for the metric's own state update under torch.no_grad(); the value it returns "
+        "is cut by the ranks' integer ops (non_differentiable), which the twin marks",
 }
 
 

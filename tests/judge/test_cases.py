@@ -410,6 +410,20 @@ KNOWN_MISSES: dict[str, str] = {
     "b24a_ltw_fnet_weights_left_out_of_inner_loss":
         "first pass: no_grad e :127, the weighting net's only call that reaches the final loss runs under the no_grad "
         "at :126; the case names the inner loss (:110) that leaves the net's output f_lambda_norm (:108) out",
+    # Batch 25, first pass: 13 of 15 here, 13 of 17 with the ecosystem's two (tests/cases/README.md).
+    "b25a_dirac_brats_occlusion_mask_loss_comparison":
+        "first pass: cut_term w :132, the `>` comparison that cuts the occlusion term; the case names the term's line "
+        "(:146), which the author's fix rewrote as a hinge",
+    # Batch 26, first pass: 13 of 17 (tests/cases/README.md).
+    "b26a_gan_loss_nonsaturating_generator_step_inplace":
+        "first pass: inplace_saved e :65, the generator's step() that updated weights the discriminator's loss saved; "
+        "the case names the fake term (:47) whose .detach() was the article's fix",
+    "b26a_gan_lossg_reuses_d_output_after_optimd_step":
+        "first pass: inplace_saved e :32, optimD.step() before lossG's backward through the same D output; the case "
+        "names the line after it (:33) where the post recomputes D(g) (moving the step is the other fix)",
+    "b26e_embedding_max_norm_weight_before_lookup":
+        "first pass: autograd_error e :32, the backward: F.embedding's max_norm renormalises the weight in place under "
+        "no_grad, a write the trace does not keep; the case names the matmul that used the weight before it (:27)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

@@ -428,6 +428,35 @@ def test_module_built_in_forward(snippet):
     assert "Net" in found[0].tensor and found[0].severity == "error"
 
 
+def test_a_head_built_lazily_by_a_dry_run_before_the_optimizer_is_no_module_made_anew(snippet):
+    """byol-pytorch's NetWrapper: the projector is built at the first forward, kept on the module and reused; a dry
+    run in __init__ builds it before the optimizer, which then holds it. Built that way after the optimizer, the
+    head is still named (the optimizer never sees it)."""
+    code = """
+    class Wrapper(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+            self.head = None
+        def forward(self, x):
+            if self.head is None:
+                self.head = nn.Linear(3, 3)  # <- built
+            return self.head(self.fc(x))
+    model = Wrapper()
+    DRY
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    """
+    quiet = snippet(program(code.replace("DRY", "model(x)")))
+    assert problems(quiet.run()) == []
+    late = snippet(program(code.replace("DRY", "pass")))
+    found = [f for f in late.run().findings if f.kind == "module_in_forward"]
+    assert [(f.line, f.count) for f in found] == [(late.line("built"), 1)]
+
+
 def test_non_leaf_watched_names_the_conversion(snippet):
     script = snippet(program("""
     w = torch.randn(4, 3, dtype=torch.float64, requires_grad=True).float()  # <- made
@@ -737,6 +766,39 @@ def test_legacy_variable_rewrap(snippet):
     assert [(f.kind, f.line) for f in t.findings if f.tensor == "w"] == [
         ("data_attr", script.line("variable")), ("tensor_rewrap", script.line("variable"))]
     assert isinstance(t.namespace["hidden"], t.namespace["Variable"])
+
+
+def test_the_legacy_constructor_given_tensors_is_a_rewrap_not_the_scripts_float(snippet):
+    """A rotation matrix built with ``torch.Tensor([[cos, -sin], [sin, cos]])`` (b26f_angle): the constructor converts
+    each item with ``float()``, which the script never wrote; the cut is the constructor's, fixed with torch.stack."""
+    script = snippet(program("""
+    angle = nn.Parameter(torch.tensor(0.3))
+    c, s = torch.cos(angle), torch.sin(angle)
+    rotation = torch.Tensor([[c, -s], [s, c]])  # <- built
+    try:
+        (x[:, :2] @ rotation).sum().backward()
+    except RuntimeError:
+        pass
+    """))
+    found = [(f.kind, f.line) for f in script.run().findings if f.severity == "error"]
+    assert found == [("tensor_rewrap", script.line("built"))], found
+
+
+def test_a_grad_read_that_found_zeros_is_the_symptom_of_whichever_finding_names_the_tensor(snippet):
+    """A fake-quantiser's torch.round gives the weight an all-zero gradient (b26b_qat): the finding is at the round, and
+    the script's read of the zero ``.grad`` is its symptom, as for a cut's finding."""
+    script = snippet(program("""
+    w = nn.Parameter(torch.randn(4, 3))
+    optimizer = torch.optim.SGD([w], lr=0.1)
+    for step in range(2):
+        optimizer.zero_grad()
+        F.cross_entropy(x @ torch.round(w * 4) / 4, y).backward()  # <- round
+        optimizer.step()
+    print(bool((w.grad == 0).all()))  # <- read
+    """))
+    (finding,) = [f for f in script.run().findings if f.severity == "error"]
+    assert (finding.kind, finding.line) == ("non_differentiable", script.line("round"))
+    assert ("symptom", script.line("read")) in {(r.role, r.line) for r in finding.related}
 
 
 def test_an_attack_input_re_made_from_its_own_values_each_step_is_no_cut(snippet):

@@ -199,6 +199,29 @@ def test_of_several_optimizer_steps_before_a_backward_that_saved_their_weights_t
     assert [f.line for f in found] == [script.line("first")]
 
 
+def test_the_step_named_is_of_weights_the_stale_graph_saved_not_of_others_of_the_same_shape(snippet):
+    """Dreamer (b25b_dreamer): the world model's optimizer steps first, then the value model's, before the actor's
+    backward through the values; both hold Linear weights of one shape, stepped as often. Only the value model's are
+    inputs of the nodes whose saved tensors went stale: its step is the one named."""
+    script = snippet(PRELUDE + textwrap.dedent("""
+    world, actor, value = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)
+    world_opt = torch.optim.Adam(world.parameters(), lr=0.1)
+    value_opt = torch.optim.Adam(value.parameters(), lr=0.1)
+    F.mse_loss(world(x), x).backward()
+    world_opt.step()
+    values = value(actor(world(x).detach()))
+    value_opt.zero_grad()
+    F.mse_loss(values, x.detach()).backward(retain_graph=True)
+    value_opt.step()  # <- value
+    try:
+        (-values.mean()).backward()
+    except RuntimeError:
+        pass
+    """))
+    found = [f for f in script.run().findings if f.kind == "inplace_saved" and f.severity == "error"]
+    assert [f.line for f in found] == [script.line("value")], [(f.line, f.message) for f in found]
+
+
 def test_a_step_that_runs_before_a_backward_whose_gradients_are_then_cleared_is_named(snippet):
     script = snippet(PRELUDE + textwrap.dedent("""
     model = nn.Linear(4, 1)

@@ -612,3 +612,20 @@ def test_a_placeholder_replaced_before_any_backward_of_its_life_is_silent(snippe
     script = snippet(program(code.replace("LATER", "train(model.parameters(), 1)\n    quantiser.init_from(model.weight)")))
     t = script.run()
     assert ("unused_parameter", "Quantiser.s", script.line("placeholder"), "error") in loud(t), loud(t)
+
+
+def test_lazy_modules_run_under_the_trace_and_their_parameters_are_watched_once_materialised(snippet):
+    """A lazy layer (nn.LazyLinear, PyG's Linear(-1, ...)) registers a parameter without a shape until its first call:
+    the trace must not read it then (the script raised "Can't access the shape of an uninitialized parameter")."""
+    script = snippet(program("""
+    model = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(3))
+    model(x)  # the dry run that materialises them
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    """))
+    t = script.run()
+    assert loud(t) == [] and missing(t) == []
+    assert len([w for w in t.watched if w.got_grad]) == 4

@@ -26,7 +26,10 @@ def scan(run) -> list[Finding]:
             continue
         name = run.name(fact.key) if fact.key is not None else fact.subject
         message, fix = words(fact, name)
-        found.append(run.finding(KIND, "error", name, place(fact), message, fix, fact.count,
+        where = place(fact)
+        # gradients were off because a library object's loop turned inference mode on: a no_grad cut, made there
+        kind = "no_grad" if where is not None and where == fact.detail.get("owner_made") else KIND
+        found.append(run.finding(kind, "error", name, where, message, fix, fact.count,
                                  related={"symptom": fact.call, "defined": fact.detail.get("inner")}))
     return found
 
@@ -34,7 +37,8 @@ def scan(run) -> list[Finding]:
 def note(fact: AutogradError) -> str | None:
     """The note added to PyTorch's error: the line to change, what happened there, and the fix."""
     if fact.category in ("ddp", "other", "inplace_saved") or (fact.category == "graphless" and _under_inference_mode(
-            fact) is None and not fact.detail.get("frozen") and not fact.detail.get("forward_of")):
+            fact) is None and not fact.detail.get("frozen") and not fact.detail.get("forward_of")
+            and not fact.detail.get("owner_made")):
         return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
     message, fix = words(fact, fact.subject)
     where = place(fact)
@@ -45,8 +49,10 @@ def note(fact: AutogradError) -> str | None:
 def place(fact: AutogradError) -> Site | None:
     """The line to change: a caller's ``with torch.inference_mode():`` around the making of an inference tensor
     saved for backward; else the recorded cause; for a backward refused inside ``torch.inference_mode()``, the
-    innermost running line under the ``inference_mode`` that turned recording off; else PyTorch's call."""
-    return _inference_block(fact) or fact.cause or _under_inference_mode(fact) or fact.call
+    innermost running line under the ``inference_mode`` that turned recording off, or the line that made the
+    library object whose method turned it on; else PyTorch's call."""
+    return (_inference_block(fact) or fact.cause or _under_inference_mode(fact) or fact.detail.get("owner_made")
+            or fact.call)
 
 
 def _inference_block(fact: AutogradError) -> Site | None:
@@ -237,6 +243,14 @@ def _graphless(fact: AutogradError, name: str, call: str, said: str) -> tuple[st
                 f"without grad_fn: inference mode records no graph, even inside torch.enable_grad(){said}.",
                 "run it under torch.no_grad() instead of torch.inference_mode() (enable_grad() can turn "
                 "recording back on there), or outside both if it needs gradients.")
+    if fact.detail.get("owner_made") is not None:
+        what = f"`{name}`" if name != "backward()" else "its output"
+        return (f"backward(){call} ran under torch.inference_mode(), which the library code of the object made here "
+                f"turned on (Lightning's Trainer runs test, validate and predict so), and which torch.enable_grad() "
+                f"cannot turn off: {what} was computed without grad_fn{said}.",
+                "make this object run those loops without inference mode (Lightning: pl.Trainer(..., "
+                "inference_mode=False), which uses torch.no_grad() instead, under which enable_grad() works), or "
+                "compute the gradient outside its loops.")
     what = f"`{name}`" if name != "backward()" else "its loss"
     function = fact.detail.get("forward_of")
     if function is not None:

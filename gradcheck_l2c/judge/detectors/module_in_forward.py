@@ -12,6 +12,8 @@ def scan(run) -> list[Finding]:
         created, outer = event.detail, event.extra.get("outer", "a module")
         if not run.wants(created, outer):
             continue
+        if event.count == 1 and not event.extra.get("built_after") and run.record.backwards >= 2:
+            continue  # built once, by a forward run before any optimizer (a lazy head kept on the module): not anew
         found.append(run.finding(
             KIND, "error", f"{created} (in {outer}.forward)", event.site,
             f"{created} is constructed inside {outer}.forward: every call makes new, freshly initialised "

@@ -241,8 +241,8 @@ def _stepped_beside(run, record):
     if shared is None:
         return None
     return next((other for other in run.record.optimizers if other.position in record.shared_with
-                 and other.step_order >= 0 and other.step_site is not None and other.step_site.file == shared.file
-                 and other.step_site.line > shared.line), None)
+                 and other.step_order >= 0 and other.step_site is not None
+                 and follows_in_scope(shared, other.step_site)), None)
 
 
 def _unread(run, never: set[tuple[str, int]]) -> list[Finding]:

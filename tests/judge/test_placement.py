@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 PRELUDE = """
 import torch
 from torch import nn
@@ -305,6 +307,7 @@ def test_a_non_leaf_given_to_an_optimizer_is_named_where_it_was_made(snippet):
     assert "refused" in found[0].message
 
 
+@pytest.mark.needs_torchvision
 def test_a_library_layer_switched_on_and_never_used_is_named_where_it_was_switched_on(snippet):
     """kohya sd-scripts (eco24d_kohya): ``text_encoder.requires_grad_(True)`` makes a library model trainable whose last
     layer the loss never uses; freezing that layer after this line is the fix. A layer of the user's own model keeps

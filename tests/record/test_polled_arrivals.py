@@ -82,6 +82,26 @@ def accumulated() -> None:
             optimizer.zero_grad()
 
 
+def zeroed_in_place_in_turn() -> None:
+    """A critic and an actor cleared with ``zero_grad(set_to_none=False)``: every polled leaf has a gradient when each
+    backward starts. From the fourth step on the actor's loss is cut from the actor: the backward there writes only into
+    the critic's gradients, which the critic's next ``zero_grad`` clears unread (a warning), the actor's are left as
+    they were (to take them as arrived would hide that warning)."""
+    critic, actor, x = _model(), nn.Linear(4, 4), torch.randn(5, 4)
+    critic_optimizer = torch.optim.SGD(critic.parameters(), lr=0.1)
+    actor_optimizer = torch.optim.SGD(actor.parameters(), lr=0.1)
+    for step in range(6):
+        critic_optimizer.zero_grad(set_to_none=False)
+        critic(actor(x).detach()).pow(2).mean().backward()
+        critic_optimizer.step()
+        actor_optimizer.zero_grad(set_to_none=False)
+        if step < 3:
+            (-critic(actor(x)).mean()).backward()
+        else:
+            (-critic(actor(x).detach()).mean()).backward()
+        actor_optimizer.step()
+
+
 def two_models_in_turn() -> None:
     """A critic and an actor, each with its own backward: each backward reaches only one of them."""
     critic, actor, x = _model(), nn.Linear(4, 4), torch.randn(5, 4)
@@ -153,8 +173,8 @@ def model_replaced() -> None:
         model(x).pow(2).mean().backward()
 
 
-STORIES = [cut_after_warmup, step_in_backward_after_warmup, erased_after_warmup, accumulated, two_models_in_turn, checkpointed,
-           backward_in_a_thread, gradients_assigned, model_replaced]
+STORIES = [cut_after_warmup, step_in_backward_after_warmup, erased_after_warmup, accumulated, zeroed_in_place_in_turn,
+           two_models_in_turn, checkpointed, backward_in_a_thread, gradients_assigned, model_replaced]
 
 
 def told(story, polling: bool, monkeypatch) -> tuple[str, list[tuple], list[tuple]]:

@@ -2,9 +2,11 @@
 with the functions that run most of them.
 
 A count, not a time: the same on every run of one version, so two versions compare exactly where this machine's
-timing noise (a few percent between runs) hides a 1-2% change. Most of a traced run's overhead is this Python work
-(a CPython 3.11 instruction is some 10-25 ns); what it does not count is torch's own dispatch to the mode, C calls
-and the caches the tool's work evicts. Counting makes the run ~50x slower, so it looks at a few steps only.
+timing noise (a few percent between runs) hides a 1-2% change. It tells where the tool's Python runs, not what a
+change saves: what it does not count is torch's own dispatch to the mode, C calls (each read of a tensor's ``.grad``
+is a 50-100 ns getter that touches the tensor's memory) and the caches the tool's work evicts. Twice, halving the
+MLP's count (the polled parameters' reads as C loops) left its time where it was (docs/benchmarks.md): time a change
+side by side before keeping it. Counting makes the run ~50x slower, so it looks at a few steps only.
 
     python benchmarks/tool_opcodes.py [--steps 50] [--top 15] [--workload mlp|mlp-none|mlp-before|l2c|transformer]
 """

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
+from gradcheck_l2c.record import updates
+
 PRELUDE = """
 import torch
 from torch import nn
@@ -57,6 +61,27 @@ def test_a_parameter_stepped_with_learning_rate_zero_is_not_fine(snippet):
                                              for t in ("Linear.bias", "Linear.weight")]
     assert "learning rate was 0" in traced.findings[0].message
     assert "no findings" not in traced.report()
+
+
+@pytest.mark.parametrize("moved", [False, True])
+def test_a_parameter_summed_in_chunks_is_unchanged_only_when_no_value_moved(snippet, monkeypatch, moved):
+    """A parameter larger than a fingerprint's chunk (a language model's embedding) is summed a chunk at a time. Its
+    optimizer's rate is 0; when the script itself moves the row the batch used (the last one) after each step, the
+    values changed and the step is not blamed."""
+    monkeypatch.setattr(updates, "FINGERPRINT_CHUNK", 64)
+    script, traced = run(snippet, f"""
+    table = nn.Embedding(50, 8)
+    opt = torch.optim.SGD(table.parameters(), lr=0.0)
+    for step in range(2):
+        opt.zero_grad()
+        table(torch.tensor([49])).pow(2).sum().backward()
+        opt.step()  # <- step
+        if {moved}:
+            with torch.no_grad():
+                table.weight[49] -= 0.1 * table.weight.grad[49]
+    """)
+    stuck = [(f.kind, f.line, f.tensor) for f in traced.findings if f.kind == "no_update"]
+    assert stuck == ([] if moved else [("no_update", script.line("step"), "Embedding.weight")])
 
 
 def test_the_rate_of_zero_is_read_from_the_group_that_holds_each_parameter(snippet):

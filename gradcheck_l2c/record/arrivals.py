@@ -15,8 +15,9 @@ for good, so a leaf cut by a zero-derivative op, or never reaching the loss's va
 from __future__ import annotations
 
 from gradcheck_l2c.record.arrival_hooks import hooked
-from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero
+from gradcheck_l2c.record.optimizers import OptimizerLog
 from gradcheck_l2c.record.taint import TaintStore
+from gradcheck_l2c.record.updates import nonzero
 from gradcheck_l2c.record.watch import WatchRegistry
 
 

@@ -15,7 +15,7 @@ from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.function_sites import user_backward_return
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
 from gradcheck_l2c.record.names import name_variables, variable_name
-from gradcheck_l2c.record.optimizers import OptimizerLog, nonzero, read_cleared
+from gradcheck_l2c.record.optimizers import OptimizerLog, read_cleared
 from gradcheck_l2c.record.origins import MADE, Origins
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Clock
@@ -23,6 +23,7 @@ from gradcheck_l2c.record.taint import Chain, Taint, TaintStore
 from gradcheck_l2c.record.terms import TermLog
 from gradcheck_l2c.record.torch_internals import function_class
 from gradcheck_l2c.record.unregistered import UnregisteredLog
+from gradcheck_l2c.record.updates import nonzero
 from gradcheck_l2c.record.waiting_optimizers import lone_backward, unstepped_names
 from gradcheck_l2c.record.watch import WatchRegistry
 

@@ -117,6 +117,21 @@ def test_a_gradient_zeroed_between_backward_and_step_is_no_update(snippet):
     assert ("used", script.line("step")) in {(p.role, p.line) for p in traced.findings[0].related}
 
 
+def test_a_gradient_only_the_last_row_of_a_large_table_holds_is_no_zero_gradient(snippet):
+    """A gradient is looked at from its first values first (`updates.nonzero`); one that only the table's last row
+    holds, far past them, is still a gradient: masking it before the step is found at the mask, as for any other."""
+    script, traced = run(snippet, """
+    table = nn.Embedding(50, 100)
+    opt = torch.optim.SGD(table.parameters(), lr=0.1)
+    for step in range(2):
+        opt.zero_grad()
+        table(torch.tensor([49])).pow(2).sum().backward()
+        table.weight.grad.mul_(0)  # <- mask
+        opt.step()
+    """)
+    assert loud(traced.findings) == [("no_update", "warning", script.line("mask"), "Embedding.weight")]
+
+
 def test_gradients_clipped_to_a_norm_of_zero_are_named_at_the_clipping(snippet):
     """clip_grad_norm_ with max_norm 0 (OpenNMT/OpenNMT-py#1140: -max_grad_norm 0 meant "no clipping") leaves
     every gradient zeros: the clipping is the line to change."""

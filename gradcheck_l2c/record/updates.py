@@ -4,9 +4,9 @@ because its learning rate was 0 or the gradient each step read had been zeroed a
 an optimizer's learning rate fell to 0 and stayed there to the end of the run (a schedule shorter than the
 run, ``StepLR(gamma=0)``): its parameters learnt early and stopped.
 
-Values are compared through a fingerprint (three float64 sums, taken in chunks of a bounded size) taken once,
-before the first step that had the parameter's gradient, and once more at the end: two reductions per parameter for
-the whole run.
+Values are compared through a fingerprint (three float64 sums, taken in chunks of a bounded size) taken before the
+first step that had the parameter's gradient, and again before its optimizer's next steps until the values changed
+(in a correct run, at the second step) or were seen unchanged three times, and at the end for those still unchanged.
 """
 from __future__ import annotations
 

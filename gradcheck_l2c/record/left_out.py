@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import torch
 
 from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.fingerprints import Fingerprint
 from gradcheck_l2c.record.held import HeldTensors
-from gradcheck_l2c.record.updates import fingerprint
 from gradcheck_l2c.record.watch import WatchRegistry
 
 
@@ -18,7 +18,7 @@ class _Told:
     """A parameter told in no optimizer: it, its values at its first gradient, and the backwards left to look."""
 
     ref: weakref.ref
-    before: torch.Tensor
+    before: Fingerprint
     looks: int
 
 
@@ -32,18 +32,18 @@ class LeftOutLeaves:
 
     def __init__(self, registry: WatchRegistry, events: EventLog) -> None:
         self.registry, self.events = registry, events
-        self._first: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # key -> (the leaf, its values' fingerprint)
+        self._first: dict[int, tuple[weakref.ref, Fingerprint]] = {}  # key -> (the leaf, its values' fingerprint)
         self.told: dict[int, _Told] = {}  # parameters told in no optimizer, looked at by their next backwards
 
     def first_gradient(self, key: int, tensor: torch.Tensor) -> None:
         """The leaf ``key`` got its first gradient and no optimizer holds it: its values now, while it lives."""
         first = self._first
-        first[key] = (weakref.ref(tensor, lambda _: first.pop(key, None)), fingerprint(tensor))
+        first[key] = (weakref.ref(tensor, lambda _: first.pop(key, None)), Fingerprint(tensor))
 
     def tell(self, key: int, tensor: torch.Tensor) -> None:
         """The parameter ``key`` was told in no optimizer at its first gradient: its values now, for `look`."""
         told = self.told
-        told[key] = _Told(weakref.ref(tensor, lambda _: told.pop(key, None)), fingerprint(tensor), self._LOOKS)
+        told[key] = _Told(weakref.ref(tensor, lambda _: told.pop(key, None)), Fingerprint(tensor), self._LOOKS)
 
     def look(self, keys: set[int]) -> None:
         """A backward reached ``keys``: a parameter told in no optimizer whose values changed since its first gradient
@@ -52,7 +52,7 @@ class LeftOutLeaves:
             entry = self.told[key]
             tensor = entry.ref()
             entry.looks -= 1
-            if tensor is not None and not torch.equal(fingerprint(tensor), entry.before):
+            if tensor is not None and not entry.before.matches(tensor):
                 self.registry.all[key].stepped_by_script = True
                 entry.looks = 0
             if entry.looks <= 0:
@@ -65,5 +65,5 @@ class LeftOutLeaves:
             watched, tensor = self.registry.all[key], ref()
             if tensor is None or watched.optimized or watched.last_reached <= watched.first_reached or held(tensor):
                 continue
-            if torch.equal(fingerprint(tensor), before):
+            if before.matches(tensor):
                 self.events.record("optimizer", key, watched.site, "none")

@@ -4,9 +4,10 @@ because its learning rate was 0 or the gradient each step read had been zeroed a
 an optimizer's learning rate fell to 0 and stayed there to the end of the run (a schedule shorter than the
 run, ``StepLR(gamma=0)``): its parameters learnt early and stopped.
 
-Values are compared through a fingerprint (three float64 sums, taken in chunks of a bounded size) taken before the
-first step that had the parameter's gradient, and again before its optimizer's next steps until the values changed
-(in a correct run, at the second step) or were seen unchanged three times, and at the end for those still unchanged.
+Values are compared through a `Fingerprint` (a copy of a small tensor, three float64 sums of a large one) taken
+before the first step that had the parameter's gradient, and again before its optimizer's next steps until the values
+changed (in a correct run, at the second step) or were seen unchanged three times, and at the end for those still
+unchanged.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import torch
 
+from gradcheck_l2c.record.fingerprints import Fingerprint
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.param_sources import first_return
 from gradcheck_l2c.record.torch_internals import functions_off
@@ -37,32 +39,6 @@ class Unchanged:
     stalled_at: int = 0  # the rate fell to 0 at this step (1-based) and stayed 0 to the last of ``steps``
     steps: int = 0
     zeroed_at: Site | None = None  # the user line that last wrote into its gradient, or clipped it to 0
-
-
-#: The most values `fingerprint` converts to float64 at once: on the CPU 64K (512 KB, which stays in the cache with
-#: the two temporaries its sums make), on an accelerator 4M (32 MB: a few kernel launches per million values).
-FINGERPRINT_CHUNK, FINGERPRINT_CHUNK_ON_DEVICE = 1 << 16, 1 << 22
-
-
-def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
-    """Three float64 sums (of the values, their magnitudes, their squares) that change when any value changes (short
-    of an exact cancellation in all three). A large tensor is summed a chunk at a time: whole, a language model's
-    embedding (39M values) took about 600 MB more peak memory at its first steps, on the script's device, and nine
-    times as long on the CPU."""
-    with functions_off(), torch.no_grad():
-        values = tensor.detach()
-        chunk = FINGERPRINT_CHUNK if values.device.type == "cpu" else FINGERPRINT_CHUNK_ON_DEVICE
-        if values.layout is not torch.strided or values.numel() <= chunk:
-            return _sums(values.to(torch.float64)).cpu()
-        flat = values.reshape(-1)
-        sums = torch.zeros(3, dtype=torch.float64, device=flat.device)
-        for start in range(0, flat.numel(), chunk):
-            sums += _sums(flat[start:start + chunk].to(torch.float64))
-        return sums.cpu()
-
-
-def _sums(values: torch.Tensor) -> torch.Tensor:
-    return torch.stack((values.sum(), values.abs().sum(), (values * values).sum()))
 
 
 #: How many leading values `nonzero` counts first: a gradient nonzero there needs no look at the rest.
@@ -206,7 +182,8 @@ class UpdateLog:
         if zero_lr and self._schedule is None:
             self._schedule = _schedule_site(optimizer) or False
         zero_grad = _zero_grad(tensor)
-        self._pending[key] = _Pending(weakref.ref(tensor), fingerprint(tensor), type(optimizer).__name__, site,
+        before = Fingerprint(tensor)
+        self._pending[key] = _Pending(weakref.ref(tensor, before.forget), before, type(optimizer).__name__, site,
                                       zero_lr, zero_grad)
         self._looking.add(key)
         if zero_grad:
@@ -251,7 +228,7 @@ class UpdateLog:
             tensor = entry.ref()
             if tensor is None:
                 continue
-            if not torch.equal(fingerprint(tensor), entry.before):
+            if not entry.before.matches(tensor):
                 del pending[key]
                 looking.discard(key)
                 self._settled.add(key)
@@ -270,7 +247,7 @@ class UpdateLog:
         by a last look where the tensor is alive, else by what the later steps saw."""
         for key, entry in self._pending.items():
             tensor = entry.ref()
-            unchanged = torch.equal(fingerprint(tensor), entry.before) if tensor is not None else entry.looks > 0
+            unchanged = entry.before.matches(tensor) if tensor is not None else entry.looks > 0
             if unchanged and (entry.lr_always_zero or (entry.grad_always_zero and entry.zeroed is not False)):
                 # else the steps were too small to move it in floating point (vanishing, not missing), or its
                 # gradient came out of backward as zeros (its loss does not move it; a step could not either)
@@ -288,7 +265,7 @@ class UpdateLog:
 @dataclass(eq=False)
 class _Pending:
     ref: weakref.ref
-    before: torch.Tensor
+    before: Fingerprint  # emptied when the tensor goes (`compare` then reads ``looks``)
     optimizer: str
     site: Site | None
     lr_always_zero: bool

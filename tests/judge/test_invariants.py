@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from gradcheck_l2c.record import updates
+from gradcheck_l2c.record import fingerprints
 
 PRELUDE = """
 import torch
@@ -68,7 +68,8 @@ def test_a_parameter_summed_in_chunks_is_unchanged_only_when_no_value_moved(snip
     """A parameter larger than a fingerprint's chunk (a language model's embedding) is summed a chunk at a time. Its
     optimizer's rate is 0; when the script itself moves the row the batch used (the last one) after each step, the
     values changed and the step is not blamed."""
-    monkeypatch.setattr(updates, "FINGERPRINT_CHUNK", 64)
+    monkeypatch.setattr(fingerprints, "FINGERPRINT_COPY", 16)
+    monkeypatch.setattr(fingerprints, "FINGERPRINT_CHUNK", 64)
     script, traced = run(snippet, f"""
     table = nn.Embedding(50, 8)
     opt = torch.optim.SGD(table.parameters(), lr=0.0)
@@ -83,6 +84,25 @@ def test_a_parameter_summed_in_chunks_is_unchanged_only_when_no_value_moved(snip
     stuck = [(f.kind, f.line, f.tensor) for f in traced.findings if f.kind == "no_update"]
     assert stuck == ([] if moved else [("no_update", script.line("step"), "Embedding.weight")])
 
+
+
+@pytest.mark.parametrize("moved", [False, True])
+def test_a_small_parameter_whose_values_the_script_swapped_is_not_unchanged(snippet, moved):
+    """A small parameter is kept as a copy of its values, compared exactly: when the script swaps two of them by hand
+    after each step at a rate of 0 (the values moved, their sums did not), the step is not blamed."""
+    script, traced = run(snippet, f"""
+    scale = nn.Parameter(torch.tensor([1.0, 2.0, 3.0]))
+    opt = torch.optim.SGD([scale], lr=0.0)
+    for step in range(2):
+        opt.zero_grad()
+        (x[:, :3] * scale).sum().pow(2).backward()
+        opt.step()  # <- step
+        if {moved}:
+            with torch.no_grad():
+                scale.copy_(scale[[1, 0, 2]])
+    """)
+    stuck = [(f.kind, f.line) for f in traced.findings if f.kind == "no_update"]
+    assert stuck == ([] if moved else [("no_update", script.line("step"))])
 
 def test_the_rate_of_zero_is_read_from_the_group_that_holds_each_parameter(snippet):
     """Of many layers, those in a group with a rate of 0 are the ones not updated, and a parameter appended to

@@ -59,6 +59,10 @@ class EventLog:
     def __init__(self) -> None:
         self._events: dict[tuple, Event] = {}
         self._sourced: dict[int, list[Event]] = {}  # watched key -> its events that hold an autograd node
+        # settled keys whose events still hold nodes, because a live value named them then; and how many tainted
+        # values the taint store had let go when they were last looked at
+        self._unreleased: set[int] = set()
+        self._swept = 0
 
     def record(self, kind: str, key: int, site: Site | None, detail: str, source: Any = None,
                **extra: Any) -> Event:
@@ -84,9 +88,22 @@ class EventLog:
         """Watched tensor ``key`` got its gradient where it was meant to: once no missed chain names it and no
         live value carries one, no cut of it can be drawn any more, and its events stop holding the graphs
         their values had (a loop that logs ``loss.item()`` before each backward of a fresh leaf would keep
-        every step's graph and input alive)."""
-        if key in self._sourced and key not in missed and not taints.mentions(key):
-            self.release_sources(key)
+        every step's graph and input alive). A key a live value still named is looked at again when the taint
+        store lets values go: the number ``loss.item()`` gave before the step names every parameter, and is let
+        go only when the last of them settles."""
+        if key in self._sourced:
+            self._unreleased.add(key)
+        if taints.swept != self._swept:
+            self._swept = taints.swept
+            waiting = list(self._unreleased)
+        else:
+            waiting = [key] if key in self._unreleased else []
+        for waiting_key in waiting:
+            if waiting_key not in self._sourced or waiting_key not in taints.settled:  # a new phase unsettled it: its
+                self._unreleased.discard(waiting_key)  # next settling looks again
+            elif waiting_key not in missed and not taints.mentions(waiting_key):
+                self._unreleased.discard(waiting_key)
+                self.release_sources(waiting_key)
 
     def release_sources(self, key: int) -> None:
         """Let go of the autograd nodes (and the graphs behind them) that ``key``'s events hold, once no graph

@@ -112,6 +112,7 @@ class TaintStore:
         self.numbers: dict[int, weakref.ref] = {}  # live TaintedFloats
         self.settled: set[int] = set()  # keys whose gradient arrived where it was meant to: chains about them stop
         self.on_settle: list[Any] = []  # called with each key once it settles, after the sweep below
+        self.swept = 0  # how many tainted values that sweep let go, in all: a key they named may be named no more
         self._epoch = 0
         self._merges: dict[tuple[int, int], tuple[Taint, Taint, Taint]] = {}
         self._extensions: dict[tuple[int, int], tuple[Taint, Event, Taint]] = {}
@@ -131,11 +132,13 @@ class TaintStore:
                 for ident, (_, taint) in list(self.by_id.items()):
                     if not self.live(taint):
                         del self.by_id[ident]
+                        self.swept += 1
             if self.numbers:
                 for ident, ref in list(self.numbers.items()):
                     number = ref()
                     if number is None or not self.live(number.taint):
                         del self.numbers[ident]
+                        self.swept += 1
             for call in self.on_settle:
                 call(key)
 

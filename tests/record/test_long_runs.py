@@ -110,3 +110,38 @@ def test_a_model_built_per_task_is_forgotten_once_gone() -> None:
     assert seen <= 150  # those of the tasks since the last pass (3 a task), not the 900 of all 300 tasks
     assert len(traced.watched) == 1200 and all(w.got_grad for w in traced.watched)
     assert traced.findings == []
+
+
+def test_a_sweep_that_logs_each_loss_before_backward_keeps_no_model_alive() -> None:
+    """A sweep that trains a new model per trial and logs ``loss.item()`` before each backward, as DETR's engine
+    does: the number names every parameter until the step settles the last of them, and the events of the others
+    must then let go of the graph they hold, which reaches the trial's model (so must those of the logits read under
+    ``no_grad`` for a metric). Each trial's model is freed once the trial returns, under the trace as without it; the
+    trace still sees every parameter learn."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    models: list[weakref.ref] = []
+    metrics: list[torch.Tensor] = []
+
+    def trial() -> float:
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        models.append(weakref.ref(model[0].weight))
+        for _ in range(3):
+            optimizer.zero_grad()
+            logits = model(x)
+            loss = nn.functional.cross_entropy(logits, y)
+            logged = loss.item()
+            with torch.no_grad():  # a matcher's cost, a metric: computed from the live logits, no gradient wanted
+                metrics.append(logits.softmax(1)[:, 0].sum())
+            loss.backward()
+            optimizer.step()
+        return logged
+
+    with trace() as traced:
+        losses = [trial() for _ in range(5)]
+        gc.collect()
+        alive = [number for number, ref in enumerate(models) if ref() is not None]
+    assert alive == [] and len(losses) == 5
+    assert len(traced.watched) == 20 and all(w.got_grad for w in traced.watched)
+    assert traced.findings == []

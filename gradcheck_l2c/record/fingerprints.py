@@ -8,7 +8,8 @@ import torch
 from gradcheck_l2c.record.torch_internals import functions_off
 
 #: A plain tensor of at most this many values is kept as a copy (on the CPU, at most 512 KB) and compared exactly: a
-#: copy and a comparison cost a tenth of the three sums below, which a small model's first steps paid per parameter.
+#: copy and a comparison cost a seventh of the three sums below for a bias or a norm's weight (their cost is per call,
+#: which a small model's first steps paid per parameter), two thirds at this size.
 FINGERPRINT_COPY = 1 << 16
 #: The most values a larger tensor's sums convert to float64 at once: on the CPU 64K (512 KB, which stays in the cache
 #: with the two temporaries its sums make), on an accelerator 4M (32 MB: a few kernel launches per million values).

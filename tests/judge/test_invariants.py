@@ -104,6 +104,7 @@ def test_a_small_parameter_whose_values_the_script_swapped_is_not_unchanged(snip
     stuck = [(f.kind, f.line) for f in traced.findings if f.kind == "no_update"]
     assert stuck == ([] if moved else [("no_update", script.line("step"))])
 
+
 def test_the_rate_of_zero_is_read_from_the_group_that_holds_each_parameter(snippet):
     """Of many layers, those in a group with a rate of 0 are the ones not updated, and a parameter appended to
     another group's list in place is read with that group's rate (looked up by id, once per optimizer)."""

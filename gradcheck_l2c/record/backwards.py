@@ -12,7 +12,7 @@ from gradcheck_l2c.record.arrivals import Arrivals
 from gradcheck_l2c.record.code_lines import attribute_read
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.events import EventLog
-from gradcheck_l2c.record.function_sites import user_backward_return
+from gradcheck_l2c.record.function_sites import functions_before, user_backward_return
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
 from gradcheck_l2c.record.names import name_variables, variable_name
 from gradcheck_l2c.record.optimizers import OptimizerLog, read_cleared
@@ -109,9 +109,13 @@ class BackwardLog:
         if backwards == 1:
             registry.note_gone()
         if backwards <= 3:
-            for key in self._note_consumers(roots, inputs, derived) - reached:
+            missing = self._note_consumers(roots, inputs, derived) - reached
+            for key in missing:
                 if not registry.all[key].ever_grad:
                     registry.all[key].got_grad = False
+            if missing:  # to blame: a user's Function every path to the leaf goes through, before the op taking it
+                grad_roots = graph.grad_roots([r for r in roots if r.requires_grad])
+                self.consumers.update(functions_before(grad_roots, missing, registry.key_of))
         self.arrivals.reached(reached, backwards)
         if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
             Reachability.remember(roots[0], reached)

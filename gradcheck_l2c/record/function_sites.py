@@ -61,6 +61,34 @@ def user_backward_return(cls: Any) -> Site | None:
     return Site(os.path.abspath(code.co_filename), lines[-1] if lines else code.co_firstlineno)
 
 
+def functions_before(roots: list[Any], keys: set[int], key_of: Any) -> dict[int, tuple[str, Site | None]]:
+    """For the watched leaves ``keys`` (autograd nodes ``roots`` reach them) that every path from the roots reaches
+    through a user's custom Function: the one nearest them, as (its node's name, the ``return`` of its backward).
+    A backward gave them no gradient, and a user's backward is what can hand out None on the way (torch's own ops
+    between it and the leaf pass a gradient on)."""
+    def user_function(node: Any) -> bool:
+        cls = function_class(node)
+        return cls is not None and user_backward_return(cls) is not None
+
+    found: dict[int, tuple[str, Site | None]] = {}
+    behind: list[Any] = [None]  # None for the roots, then each user Function met: walked past in turn, outermost first
+    met: set[Any] = set()
+    for barrier in behind:  # the list grows as the walks meet Functions further in
+        starts = roots if barrier is None else [child for child, _ in barrier.next_functions]
+        for node in graph.iter_nodes(starts, graph.SAFE_WALK, expand=lambda n: not user_function(n)):
+            if user_function(node) and node not in met:
+                met.add(node)
+                behind.append(node)
+            key = key_of(node.variable) if hasattr(node, "variable") else None
+            if key in keys:
+                keys = keys - {key}  # reached on a path without a Function, or past no nearer one
+                if barrier is not None:
+                    found[key] = (type(barrier).__name__, user_backward_return(function_class(barrier)))
+        if not keys:
+            break
+    return found
+
+
 def _backward_code(cls: Any) -> Any:
     """The code of the backward (or ``vjp``) a custom Function ``cls`` defines, or None."""
     backward = cls.vjp if cls.vjp is not torch.autograd.Function.vjp else cls.backward

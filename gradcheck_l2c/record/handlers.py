@@ -190,9 +190,7 @@ def on_copy(mode: Mode, func, args, kwargs):
         out = func(*args, **kwargs)
         # the stack walks (whether load_state_dict copies, the user's line) only if a cut is recorded
         mode.cuts.reenter("state_dict_reload", functools.partial(_copy_label, func), sources, [target])
-        watched = state.registry.get(target)
-        if watched is not None:
-            watched.filled = True
+        state.reloaded(target)
         return out
     out = func(*args, **kwargs)
     if not _is_grad_enabled():

@@ -12,7 +12,7 @@ from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.held import HeldTensors
 from gradcheck_l2c.record.left_out import LeftOutLeaves
 from gradcheck_l2c.record.locations import Site, user_stack
-from gradcheck_l2c.record.param_sources import group_left_out, params_built_at
+from gradcheck_l2c.record.param_sources import branch_left_out, group_left_out, params_built_at
 from gradcheck_l2c.record.scope import Clock
 from gradcheck_l2c.record.taint import Chain, TaintStore
 from gradcheck_l2c.record.torch_internals import functions_off
@@ -39,6 +39,7 @@ class OptimizerRecord:
     params_site: Site | None = None  # where the list it was given was built, when not on its own line
     group_site: Site | None = None  # a parameter group built beside it and never given to it: its last line
     group_keys: set[int] = field(default_factory=set)  # and the watched keys in that group
+    group_guarded: bool = False  # `group_site` is an ``if`` whose untaken branch adds that group to the list
     lone_backward: Site | None = None  # not stepped yet: an early backward that reached its parameters, no other's
     shared_backward: Site | None = None  # or one that reached its parameters and other optimizers' too
     shared_with: tuple[int, ...] = ()  # the positions of those other optimizers
@@ -48,6 +49,9 @@ class OptimizerRecord:
     first_step_backwards: int = -1  # the trace's count of backward calls at its first step
     marked: tuple[int, tuple] = (0, ())  # (watched tensors, its groups' layout) when last looked at (`unmarked`)
     created: int = 0  # the count of steps when it was built
+    steps: int = 0  # how many times it stepped
+    undone: int = 0  # how many of those steps a reload of a parameter it holds took back before any other step
+    undone_at: int = -1  # the `step_order` of the latest step taken back
     reached: set[int] = field(default_factory=set)  # watched keys backward reached since its latest step
     position: int = 0  # its place in `OptimizerLog.records`
     refs: dict[int, weakref.ref] = field(default_factory=dict)  # id -> the parameter (ids of dead ones are reused)
@@ -84,9 +88,14 @@ class OptimizerRecord:
 
 def note_sources(record: OptimizerRecord, frame: Any, registry: WatchRegistry) -> None:
     """Where the parameter list a new optimizer was given was built, and a parameter group built beside it in
-    the calling function but never given to it (`param_sources`): the lines a left-out parameter is fixed at."""
+    the calling function but never given to it, or added to it only under an ``if`` the run did not take
+    (`param_sources`): the lines a left-out parameter is fixed at."""
     record.params_site = params_built_at(frame, record.name)
-    left = group_left_out(frame, {id(ref()) for ref in record.params})
+    held = {id(ref()) for ref in record.params}
+    left = group_left_out(frame, held)
+    if left is None:
+        left = branch_left_out(frame, record.name, held)
+        record.group_guarded = left is not None
     if left is not None:
         record.group_site = left[0]
         record.group_keys = {registry.key_of(p) for p in left[1]} - {None}
@@ -227,7 +236,7 @@ class OptimizerLog:
         self.stepped_since.append(record.keys)
         clock = self.clock
         clock.steps += 1
-        record.step_site, record.step_order = site, clock.steps
+        record.step_site, record.step_order, record.steps = site, clock.steps, record.steps + 1
         if record.first_step_backwards < 0:
             record.first_step_backwards = clock.backwards
         # the frames of the first steps, where a step that runs too early breaks a later backward (a walk of
@@ -327,6 +336,15 @@ def _emptied_step(log: OptimizerLog, record: OptimizerRecord, optimizer: Any, pa
     erased_at = cleared[0] if cleared is not None and cleared[1:] == (clock.backwards, clock.assigned) else site
     log.events.record("optimizer", -1 if key is None else key, erased_at, "erased",
                       optimizer=type(optimizer).__name__, size=len(params), step=site)
+
+
+def step_undone(log: OptimizerLog, key: int) -> None:
+    """Values were copied into the watched parameter ``key`` without grad: when the latest step of all was of an
+    optimizer holding it, that step is taken back (MAML's and Reptile's inner step, undone by reloading the weights
+    saved before it), counted once per step."""
+    latest = next((record for record in log.live.values() if record.step_order == log.clock.steps), None)
+    if latest is not None and key in latest.keys and latest.undone_at != latest.step_order:
+        latest.undone, latest.undone_at = latest.undone + 1, latest.step_order
 
 
 def read_cleared(log: OptimizerLog, watched: Watched, read: Site | None) -> None:

@@ -1,8 +1,9 @@
 """Where the parameter list given to an optimizer was built, when that is not the optimizer's own line: a
 variable assigned earlier (``params = list(a.parameters()) + list(b.parameters())``) or a method of the
 user's that returns the groups (``model.get_optimizer_parameters(lr)``) or all the optimizer's arguments
-(``Adam(**get_params_options(args, model))``), the last of groups written one a line, or a group built beside the
-list and never added to it. A parameter left out of the list is fixed there.
+(``Adam(**get_params_options(args, model))``), the last of groups written one a line, a group built beside the
+list and never added to it, or an ``if`` whose untaken branch would have added it. A parameter left out of the list
+is fixed there.
 
 The optimizer's call is found in the syntax tree of the calling line; a name is followed to its last
 assignment above the call in the same function, and a called function (looked up in the running frame,
@@ -85,6 +86,66 @@ def group_left_out(frame: FrameType, held: set[int]) -> tuple[Site, list[Any]] |
     return found if found is not None and found[1] else None
 
 
+def branch_left_out(frame: FrameType, optimizer_class: str, held: set[int]) -> tuple[Site, list[Any]] | None:
+    """An ``if`` between the list's assignment and the optimizer's call, in the same function, whose branch would
+    have added to that list (``groups.append({"params": criterion.parameters()})``) parameters the optimizer does
+    not hold: the run went the other way (a loss's proxies trained only under another loss's name). Its line, and
+    the parameters the branch names (of modules, tensors, or lists of them, as the frame holds them now)."""
+    filename = frame.f_code.co_filename
+    for line, names in _conditional_extensions(filename, frame.f_lineno, optimizer_class):
+        left = [p for p in _tensors_named(frame, names) if id(p) not in held]
+        if left:
+            return Site(filename, line), left
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _conditional_extensions(filename: str, line: int, optimizer_class: str) -> tuple[tuple[int, tuple], ...]:
+    """Each ``if`` (or ``elif``) between the assignment of the optimizer's list and its call whose branches add to
+    that list: its line, and the names in what they add."""
+    params, assigning = _params_argument(filename, line, optimizer_class)
+    tree = source_tree(filename)
+    if assigning is None or tree is None:
+        return ()
+    found = []
+    for node in ast.walk(_scope(tree, line)):
+        if isinstance(node, ast.If) and assigning.lineno < node.lineno < line:
+            elif_ = len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)  # walked as an ``if`` of its own
+            names = tuple(name for statement in node.body + ([] if elif_ else node.orelse)
+                          for name in _extension_names(statement, params))
+            if names:
+                found.append((node.lineno, names))
+    return tuple(found)
+
+
+def _extension_names(statement: ast.stmt, target: ast.AST) -> list[ast.Name]:
+    """The names in what ``statement`` adds to ``target`` (``target.append(...)``, ``.extend``, ``.insert``, ``+=``)."""
+    added: list[ast.AST] = []
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EXTENDING \
+                and _same_target(node.func.value, target):
+            added += node.args
+        elif isinstance(node, ast.AugAssign) and _same_target(node.target, target):
+            added.append(node.value)
+    return [name for value in added for name in ast.walk(value) if isinstance(name, ast.Name)]
+
+
+def _tensors_named(frame: FrameType, names: tuple[ast.Name, ...]) -> list[torch.Tensor]:
+    """The tensors that require grad which the objects ``names`` hold in ``frame`` are or hold: a module's parameters,
+    a tensor, the tensors of a list or tuple."""
+    found: list[torch.Tensor] = []
+    for name in names:
+        value = _bound(frame, name)
+        items = list(value.parameters()) if isinstance(value, torch.nn.Module) else \
+            list(value) if isinstance(value, (list, tuple)) else [value]
+        found += [t for t in items if isinstance(t, torch.Tensor) and t.requires_grad]
+    return found
+
+
+#: List methods that add to a list of parameter groups.
+_EXTENDING = frozenset(("append", "extend", "insert"))
+
+
 @functools.lru_cache(maxsize=256)
 def _last_touch(filename: str, line: int, name: str) -> int | None:
     """The last line above ``line``, in the function holding it, that assigns ``name`` or calls a method on it
@@ -133,48 +194,6 @@ def _same_target(target: ast.AST, wanted: str | ast.AST) -> bool:
         return isinstance(target, ast.Name) and target.id == wanted.id
     return (isinstance(target, ast.Attribute) and target.attr == wanted.attr and isinstance(target.value, ast.Name)
             and target.value.id == wanted.value.id)
-
-
-def step_call_guard(code: Any, names: set[str]) -> tuple[Site | None, Site | None]:
-    """The ``<name>.step(...)`` call on one of ``names`` (a variable or an attribute that holds the optimizer)
-    in the function ``code`` runs (or at module level), and the ``if`` around it, when there is exactly one."""
-    filename = code.co_filename
-    tree = source_tree(filename)
-    if tree is None:
-        return None, None
-    scope: ast.AST = tree
-    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    if code.co_name != "<module>":
-        scope = next((n for n in functions if n.name == code.co_name and code.co_firstlineno in
-                      (n.lineno, *(d.lineno for d in n.decorator_list))), None)
-        if scope is None:
-            return None, None
-    nested = {id(inner) for n in functions if n is not scope for inner in ast.walk(n) if n is not scope}
-    calls = []
-    for node in ast.walk(scope):
-        if id(node) in nested and scope is tree:
-            continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step" \
-                and len(node.args) <= 1:
-            receiver = node.func.value
-            name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)
-            if name in names:
-                calls.append(node)
-    if len(calls) != 1:
-        return None, None
-    call = calls[0]
-    guard = _innermost_guard(tree, call)
-    return Site(filename, call.lineno), (Site(filename, guard.lineno) if guard is not None else None)
-
-
-def _innermost_guard(tree: ast.Module, call: ast.Call) -> ast.If | None:
-    """The innermost ``if`` whose body holds ``call``."""
-    found = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and any(call in ast.walk(statement) for statement in node.body):
-            if found is None or node.lineno > found.lineno:
-                found = node
-    return found
 
 
 def first_return(function: Any) -> Site | None:

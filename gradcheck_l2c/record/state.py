@@ -25,7 +25,7 @@ from gradcheck_l2c.record.gradstats import GradStats
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.names import name_lines_alike, resolve_names
 from gradcheck_l2c.record.nonfinite import NanWatch
-from gradcheck_l2c.record.optimizers import OptimizerLog
+from gradcheck_l2c.record.optimizers import OptimizerLog, step_undone
 from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.placements import joined, placements
 from gradcheck_l2c.record.query import TraceRecord
@@ -117,6 +117,14 @@ class TraceState:
             return
         if note and note not in getattr(error, "__notes__", ()):
             error.add_note(note)
+
+    def reloaded(self, tensor: Any) -> None:
+        """Values were copied into the leaf ``tensor`` without grad (``load_state_dict``, ``copy_``): it is filled, and
+        the latest step of an optimizer holding it, undone (`optimizers.step_undone`)."""
+        watched = self.registry.get(tensor)
+        if watched is not None:
+            watched.filled = True
+            step_undone(self.optimizers, watched.key)
 
     def resolve_names(self) -> None:
         """Name every watched tensor from the modules alive now."""

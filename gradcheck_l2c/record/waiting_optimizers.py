@@ -7,7 +7,7 @@ from typing import Any
 
 from gradcheck_l2c.record.locations import USER, Site, frame_kind
 from gradcheck_l2c.record.optimizers import OptimizerRecord
-from gradcheck_l2c.record.param_sources import step_call_guard
+from gradcheck_l2c.record.step_calls import step_call_guard
 
 
 def lone_backward(live: dict[int, OptimizerRecord], frame: Any, reached: set[int]) -> None:

@@ -428,6 +428,36 @@ def test_module_built_in_forward(snippet):
     assert "Net" in found[0].tensor and found[0].severity == "error"
 
 
+def test_a_user_module_built_in_forward_is_named_at_the_forward_s_line(snippet):
+    """PyG issue #1394's EdgePooling: its forward builds a scoring module of the user's own class, whose
+    ``__init__`` makes the layers. The line to change is the forward's, and the module to move is the user's
+    (not the Linear its ``__init__`` makes, on a line that is right where it is)."""
+    buggy = snippet(program("""
+    class Scorer(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.lin = nn.Linear(width, 3)
+        def forward(self, h):
+            return self.lin(h)
+    class Pool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+        def forward(self, x):
+            scorer = Scorer(x.size(1))  # <- built
+            return scorer(self.fc(x))
+    model = Pool()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    """))
+    found = [f for f in buggy.run().findings if f.kind == "module_in_forward"]
+    assert [(f.line, f.count) for f in found] == [(buggy.line("built"), 3)]
+    assert found[0].tensor.startswith("Scorer") and "Scorer is constructed inside Pool.forward" in found[0].message
+
+
 def test_a_head_built_lazily_by_a_dry_run_before_the_optimizer_is_no_module_made_anew(snippet):
     """byol-pytorch's NetWrapper: the projector is built at the first forward, kept on the module and reused; a dry
     run in __init__ builds it before the optimizer, which then holds it. Built that way after the optimizer, the
@@ -685,6 +715,41 @@ def test_custom_function_that_drops_a_gradient(snippet):
     Scale.apply(x, w).sum().backward()
     """))
     assert fixed.run().findings == []
+
+
+def test_a_custom_function_that_drops_the_gradient_of_a_value_made_from_a_parameter(snippet):
+    """nvdiffmodeling's fused point transform (NVlabs/nvdiffmodeling#11): the camera's parameter becomes a matrix
+    through torch's ops (a view, a cat, a matmul) before the user's Function takes it; its backward returns None for
+    the matrix. That return is to blame, not the view that took the parameter first; a second path to the
+    parameter without any Function leaves nothing to blame on the Function."""
+    function = """
+    class Transform(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, points, matrix):
+            ctx.save_for_backward(matrix)
+            return points @ matrix
+        @staticmethod
+        def backward(ctx, grad):
+            (matrix,) = ctx.saved_tensors
+            return grad @ matrix.T, None  # <- return
+    cam = nn.Parameter(torch.zeros(4))  # <- param
+    optimizer = torch.optim.SGD([cam], lr=0.1)
+    def matrix():
+        return torch.eye(4) + torch.cat([cam.view(4, 1), torch.zeros(4, 3)], 1)
+    """
+    buggy = snippet(program(function + """
+    Transform.apply(x, matrix()).sum().backward()
+    optimizer.step()
+    """))
+    t = buggy.run()
+    assert [(f.kind, f.tensor, f.line) for f in t.findings] == [("non_differentiable", "cam", buggy.line("return"))]
+    assert "TransformBackward" in t.findings[0].message
+    assert [(r.role, r.line) for r in t.findings[0].related] == [("defined", buggy.line("param"))]
+    both = snippet(program(function + """
+    (Transform.apply(x, matrix()).sum() + matrix().sum()).backward()
+    optimizer.step()
+    """))
+    assert both.run().findings == []
 
 
 def test_parameter_replaced_after_the_optimizer_was_built(snippet):

@@ -363,3 +363,67 @@ opt = HybridAdam(model[0].parameters(), lr=0.01)  # <- optimizer
 """)
     assert {f.line for f in found} == {script.line("optimizer")}
     assert "HybridAdam" in found[0].message
+
+
+def test_an_inner_step_undone_by_reloading_the_weights_is_no_clash_of_two_optimizers(snippet):
+    """First-order MAML (dragen1860/MAML-Pytorch#9): an inner SGD and a meta Adam hold the same weights; each task
+    saves them, steps the SGD and loads them back, so only the Adam's steps stay. Without the reload both rules
+    update the weights: that stays a clash."""
+    code = textwrap.dedent("""
+    import copy
+    model = nn.Linear(4, 1)
+    inner = torch.optim.SGD(model.parameters(), lr=0.1)
+    meta = torch.optim.Adam(model.parameters(), lr=1e-3)  # <- meta
+    for it in range(2):
+        total = [torch.zeros_like(p) for p in model.parameters()]
+        for task in range(2):
+            saved = copy.deepcopy(model.state_dict())
+            inner.zero_grad()
+            F.mse_loss(model(x), y).backward()
+            inner.step()
+            inner.zero_grad()
+            F.mse_loss(model(x), y).backward()
+            for t, p in zip(total, model.parameters()):
+                t += p.grad
+            RESTORE
+        for p, t in zip(model.parameters(), total):
+            p.grad = t / 2
+        meta.step()
+    """)
+    restoring = snippet(PRELUDE + code.replace("RESTORE", "model.load_state_dict(saved)"))
+    assert [f for f in restoring.run().findings if f.kind == "optimizer"] == []
+    clashing = snippet(PRELUDE + code.replace("RESTORE", "pass"))
+    found = [f for f in clashing.run().findings if f.kind == "optimizer"]
+    assert {f.line for f in found} == {clashing.line("meta")} and len(found) == 2
+
+
+def test_a_group_the_list_gets_only_under_an_if_the_run_did_not_take_is_named_at_the_if(snippet):
+    """Proxy-Anchor's train.py (sung-yeon-kim/Proxy-Anchor-CVPR2020#25): the loss's proxies join the optimizer's
+    groups only under ``if loss_name == 'Proxy_Anchor'``; a run with another loss trains them nowhere. The ``if``
+    is the line to change; with its condition met the same lines are silent."""
+    code = textwrap.dedent("""
+    class Proxies(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proxies = nn.Parameter(torch.randn(3, 1))
+        def forward(self, h):
+            return (h - self.proxies.T).pow(2).mean()
+    model, criterion = nn.Linear(4, 1), Proxies()
+    loss_name = NAME
+    groups = [{"params": model.parameters()}]
+    if loss_name == "anchor":  # <- if
+        groups.append({"params": criterion.parameters(), "lr": 1.0})
+    opt = torch.optim.SGD(groups, lr=0.1)  # <- optimizer
+    for step in range(2):
+        loss = criterion(model(x))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """)
+    other = snippet(PRELUDE + code.replace("NAME", "'nca'"))
+    found = [f for f in other.run().findings if f.kind == "optimizer"]
+    assert [(f.line, f.tensor) for f in found] == [(other.line("if"), "Proxies.proxies")]
+    assert "which the run did not take" in found[0].message
+    assert ("used", other.line("optimizer")) in places(found[0])
+    anchor = snippet(PRELUDE + code.replace("NAME", "'anchor'"))
+    assert [f for f in anchor.run().findings if f.severity in ("error", "warning")] == []

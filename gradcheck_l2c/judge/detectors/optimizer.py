@@ -104,6 +104,8 @@ def scan(run) -> list[Finding]:
         first, second = event.extra["records"]
         if not (first.step_order > second.created and second.step_order >= 0):
             continue  # the first optimizer was done before the second was built: a new phase, not a clash
+        if any(record.undone == record.steps for record in (first, second)):
+            continue  # every step of one was taken back by reloading the weights (MAML's inner step): no clash
         attr = name.split(".", 1)[-1]
         if len(first.params) > len(second.params) and first.site is not None:
             # the first took every parameter (model.parameters()), the second the few meant for it: the first
@@ -303,6 +305,10 @@ def _none(run, watched, record, anew: bool = False) -> tuple[str, str]:
                 f"{record.name} built here, which holds only the parameters that existed then.",
                 f"build the {record.name} after the model is complete, from model.parameters(), or add the new "
                 "parameters with optimizer.add_param_group({'params': [...]})" + freeze)
+    if record.group_guarded and watched.key in record.group_keys:
+        return (f"{name} gets gradients but is in no optimizer, so it never changes: the list the {record.name} built "
+                f"at {record.site} takes gets its group only in a branch of this `if`, which the run did not take.",
+                "let the condition hold for this run's configuration too, or add the group whatever it is" + freeze)
     built = "built here" if record.params_site is None else f"built at {record.site}"
     return (f"{name} gets gradients but is in no optimizer, so it never changes: it already existed when the "
             f"{record.name} {built} was given a list of parameters without it.",

@@ -42,9 +42,9 @@ def scan(run) -> list[Finding]:
             found.append(run.finding(  # at the return of a user's Function's backward, which hands it out
                 "non_differentiable", "error" if expected else "warning", watched.name, returned or site,
                 f"{watched.name} is in the loss's graph, but {consumer} passed it no gradient"
-                + (f": the return of its backward here gives None for it (it is defined at {site})." if returned
-                   else " (a custom autograd.Function whose backward returns None for it, or an input it does not "
-                   "differentiate)."),
+                + (f": the return of its backward here gives None for the input it came in through (it is defined "
+                   f"at {site})." if returned else " (a custom autograd.Function whose backward returns None for it, "
+                   "or an input it does not differentiate)."),
                 f"return a gradient for this input from {consumer}'s backward, or compute the path with "
                 "differentiable torch ops.",
                 related={"defined": site if returned else None, "symptom": watched.grad_read},
@@ -69,6 +69,11 @@ def scan(run) -> list[Finding]:
                 fix = ("keep the result and pass it on (`x = ...`): a call that returns a new object (an "
                        "out-of-place method such as `set_value`, `add`, `masked_fill`) leaves the one it was called "
                        "on unchanged.")
+            elif _siblings_learn(run, watched) and own_forward is None:  # no forward of the user's uses it
+                where = f"; the other parameters of {module} reach the loss, and this one never does"
+                fix = ("make the code that uses the other parameters use this one too (a value computed from it and "
+                       "passed on is lost where a callee never reads it), or set requires_grad_(False) on it if it "
+                       "is not meant to learn.")
             elif _siblings_learn(run, watched):
                 where, used = f"; {module}.forward does not use it", own_forward
                 fix = (f"use it in {module}.forward so that the loss depends on it, or set requires_grad_(False) "

@@ -165,7 +165,7 @@ def asked_at(made: Any, depth: int = 1) -> tuple[FrameType | None, Site | None]:
     """The innermost user frame above the caller, and its line, outside ``made``'s own ``__init__``: where the object
     being built now was asked for (``HybridAdam(unet.parameters())``, not the ``super().__init__(params)`` of the
     user's subclass)."""
-    frame = _user_frame_outside(sys._getframe(depth + 1), lambda self: self is made)
+    frame = _user_frame_outside(sys._getframe(depth + 1), lambda self: self is made)[0]
     return frame, (None if frame is None else _site(frame))
 
 
@@ -173,19 +173,28 @@ def built_at(depth: int = 1) -> Site | None:
     """The innermost user line above the caller that is not inside a module's ``__init__``: where the
     module (or Parameter) being made now was asked for (``self.policy = Policy()``, not the ``nn.Linear``
     inside ``Policy.__init__``)."""
-    frame = _user_frame_outside(sys._getframe(depth + 1), lambda self: isinstance(self, nn.Module))
-    return None if frame is None else _site(frame)  # one Site per line, shared by the Parameters a fold makes
+    return built_by(depth + 1)[0]  # one Site per line, shared by the Parameters a fold makes
 
 
-def _user_frame_outside(frame: FrameType | None, building: Callable[[Any], bool]) -> FrameType | None:
-    """The first user frame from ``frame`` outwards that is not an ``__init__`` whose ``self`` is ``building``."""
+def built_by(depth: int = 1) -> tuple[Site | None, nn.Module | None]:
+    """`built_at`'s line, and the outermost module of user code whose ``__init__`` runs below it: the module that line
+    builds (None when the layer being made is built there directly)."""
+    frame, built = _user_frame_outside(sys._getframe(depth + 1), lambda self: isinstance(self, nn.Module))
+    return (None if frame is None else _site(frame)), built
+
+
+def _user_frame_outside(frame: FrameType | None, building: Callable[[Any], bool]) -> tuple[FrameType | None, Any]:
+    """The first user frame from ``frame`` outwards that is not an ``__init__`` whose ``self`` is ``building``, and the
+    outermost such ``self`` passed on the way (None if none)."""
+    passed = None
     while frame is not None:
         code = frame.f_code
-        if frame_kind(code.co_filename) == USER and not (
-                code.co_name == "__init__" and building(frame.f_locals.get("self"))):
-            return frame
+        if frame_kind(code.co_filename) == USER:
+            if code.co_name != "__init__" or not building(made := frame.f_locals.get("self")):
+                return frame, passed
+            passed = made
         frame = frame.f_back
-    return None
+    return None, passed
 
 
 _compiled_graphs: list[bool] = []  # not empty once fx-generated code was seen on a stack (torch.compile)

@@ -40,7 +40,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from gradcheck_l2c.record import constructors, wrappers
 from gradcheck_l2c.record.bypass import ModuleBypass
-from gradcheck_l2c.record.locations import LIBRARY, USER, built_at, frame_kind, inside_forward, user_frame, user_site
+from gradcheck_l2c.record.locations import LIBRARY, built_by, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import (DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, functions_off, is_compiling,
                                                   own_parameters, run_past)
@@ -269,22 +269,8 @@ def _built_in_forward(state: TraceState, module: nn.Module, outer: str) -> None:
     """A module made inside another module's ``forward``: told once per module, not once per parameter, with how many
     optimizers had been built then (one made once before any optimizer may be a lazy build). Told at the line that
     asked for it, and as the module built there: a module of the user's whose ``__init__`` makes the layers is the one
-    to move, not its ``nn.Linear`` (`locations.built_at`)."""
+    to move, not its ``nn.Linear`` (`locations.built_by`)."""
     if not own_parameters(module):
-        built = type(_outermost_built(module)).__name__
-        state.events.record("module_in_forward", -1, built_at(1) or user_site(1), built, outer=outer,
-                            built_after=state.clock.optimizers)
-
-
-def _outermost_built(module: nn.Module) -> nn.Module:
-    """The outermost module whose ``__init__`` runs on the stack between ``module``'s and the user line that asked
-    for it (the line `locations.built_at` finds)."""
-    found, frame = module, sys._getframe(1)
-    while frame is not None:
-        building = frame.f_locals.get("self") if frame.f_code.co_name == "__init__" else None
-        if isinstance(building, nn.Module):
-            found = building
-        elif frame_kind(frame.f_code.co_filename) == USER:
-            break
-        frame = frame.f_back
-    return found
+        site, built = built_by(1)
+        state.events.record("module_in_forward", -1, site or user_site(1), type(built or module).__name__,
+                            outer=outer, built_after=state.clock.optimizers)

@@ -49,7 +49,8 @@ RULES: tuple[Rule, ...] = (
          ".data read on the gradient's path, or a tensor's .data assigned.",
          "Use the tensor itself; for in-place updates use torch.no_grad() on the parameter."),
     Rule("GC006", "no_grad", ("error",), True, "torch.no_grad()",
-         "The computation ran under no_grad, inference_mode or set_grad_enabled(False).",
+         "The computation ran under no_grad, inference_mode or set_grad_enabled(False), the user's or a library "
+         "function's (Distribution.sample()).",
          "Compute the values the loss needs outside the no_grad block."),
     Rule("GC007", "state_dict_reload", ("error",), True, "load_state_dict()",
          "load_state_dict(), copy_ or set_ wrote values computed from the tensor into parameters, as constants.",
@@ -72,7 +73,7 @@ RULES: tuple[Rule, ...] = (
          "Read the leaf's .grad, or create the tensor on its device directly (or call retain_grad())."),
     Rule("GC013", "non_differentiable", ("error", "warning", "info"), True, "non-differentiable op",
          "A non-differentiable step on the path (argmax, comparisons, integer casts, round/floor/sign), all-zero "
-         "gradients, or a custom autograd.Function returning None.",
+         "gradients, a custom autograd.Function returning None, or log_prob of the distribution's own rsample().",
          "Use a differentiable relaxation (softmax, sigmoid, straight-through) or keep the float values."),
     Rule("GC014", "inplace_saved", ("error", "info"), True, "in-place on a saved tensor",
          "A tensor that autograd saved for backward was modified in place before backward ran.",
@@ -99,8 +100,9 @@ RULES: tuple[Rule, ...] = (
          "computed from them.", "Pass create_graph=True to torch.autograd.grad."),
     Rule("GC020", "cut_term", ("warning",), False, "cut loss term",
          "A term of the loss carries no gradient to tensors the other terms train (or none to what the steps after "
-         "its backward update): it reached them only through a cut, so it adds nothing to their update.",
-         "Compute the term from the tensors themselves (drop the cut), or leave the term out of the loss."),
+         "its backward update): it reached them only through a cut, so it adds nothing to their update; or a term "
+         "made from trained tensors was dropped unused before any backward ran through it.",
+         "Compute the term from the tensors themselves (drop the cut), or add a dropped term to the loss."),
     Rule("GC021", "autograd_error", ("error",), True, "autograd error",
          "PyTorch refused a backward, autograd.grad or an op for the graph's sake (a graph freed by an earlier "
          "backward, a non-scalar loss, an in-place write into a leaf, an inference tensor saved for backward, a "

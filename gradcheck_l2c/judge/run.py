@@ -18,6 +18,10 @@ from gradcheck_l2c.records import CapturedGraph, Cut, Finding, LayerGradients, R
 from gradcheck_l2c.rules import KINDS as _ALL_KINDS
 from gradcheck_l2c.rules import rule_for
 
+#: Zero-derivative events that explain a gradient of exactly zero, never a missing one: a clamp beyond every value, the
+#: location under ``log_prob(rsample())``.
+_ZEROS_ONLY = frozenset(("saturated", "cancelled"))
+
 
 @dataclass
 class Run:
@@ -164,15 +168,16 @@ class Run:
         """The cuts the tensor's values went through although none of them reached a loss, in the order
         they happened. A ``state_dict()`` read is no use, a ``.detach()`` that the same line turned
         into a NumPy array or a number is told as that, and one of the leaf itself is a snapshot when every
-        backward had a graph."""
+        backward had a graph or the one that had none carried cuts of the tensor (those are its causes)."""
         events = [e for e in self.record.events_for(watched.key)  # a saturated clamp explains zeros, not None
-                  if e.kind in CUTS and e.detail != "state_dict()" and e.extra.get("output") != "saturated"
+                  if e.kind in CUTS and e.detail != "state_dict()" and e.extra.get("output") not in _ZEROS_ONLY
                   and not _read_for_a_log(e)]
         later = {e.site for e in events if e.kind in ("numpy", "item")}
         events = [e for e in events if not (e.kind in ("detach", "data_attr") and e.site in later)]
-        if self.record.graphless:
+        if self.record.graphless and not any(watched.key in taint.chains for taint in self.record.dead_ends):
             return events
-        # every backward had a graph: a copy of the leaf itself (`before = w.detach().clone()`) is a snapshot
+        # every backward had a graph, or the one without names its own cuts of the tensor: a copy of the leaf
+        # itself (`before = w.detach().clone()`) is a snapshot
         return [e for e in events if not (e.kind in ("detach", "data_attr") and e.source is None)]
 
 

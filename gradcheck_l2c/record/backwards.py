@@ -100,6 +100,7 @@ class BackwardLog:
             self.terms.resolve(optimizers.stepped_since)
         optimizers.stepped_since.clear()
         self.terms.check(roots, reached)
+        self.terms.dropped.backward_ended(roots, reached)
         if reached and optimizers.live:
             optimizers.reached(reached)
             optimizers.updates.backward(reached)

@@ -16,6 +16,7 @@ from gradcheck_l2c.record import torch_internals
 from gradcheck_l2c.record.args import data_items, flat, holds_tensor, inplace_targets, op_label, tensors_in
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
+from gradcheck_l2c.record.library_calls import LibraryCall, library_calls
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
     INITIALISERS,
@@ -70,6 +71,7 @@ class CutRecorder:
         inherited: Taint | None = None
         callers: tuple[Site, ...] | None = None
         handed: tuple[bool, ...] = ()
+        entered: tuple[LibraryCall, ...] = ()
         # keys whose gradient arrived where it was meant to: this cut changed nothing for them (a zero-
         # derivative op also explains exactly-zero gradients that did arrive)
         settled = self.taints.settled if kind != "non_differentiable" else ()
@@ -94,7 +96,8 @@ class CutRecorder:
                         # where the function running this line was called: grad may be off out there
                         if callers is None:
                             callers, handed = tuple(s for *_, s in user_stack(2)[1:]), _handed_graph_tensors()
-                        facts["callers"], facts["handed"] = callers, handed
+                            entered = library_calls(2)  # or a library function the user's line called
+                        facts["callers"], facts["handed"], facts["library"] = callers, handed, entered
                     new[key] = self.events.record(kind, key, site, detail, source=source, **facts)
         if not new:
             return inherited

@@ -4,10 +4,12 @@ from __future__ import annotations
 from gradcheck_l2c.record.autograd_errors import AutogradError
 from gradcheck_l2c.record.backwards import NonLeafRead, PendingGraph
 from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
+from gradcheck_l2c.record.dropped_terms import DroppedTerm
 from gradcheck_l2c.record.events import Event, EventExtra
 from gradcheck_l2c.record.failures import BackwardFailure, Graphless, StaleSaved
 from gradcheck_l2c.record.gradient_use import UnreadBackward
 from gradcheck_l2c.record.gradstats import GradSeries
+from gradcheck_l2c.record.library_calls import LibraryCall
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.nonfinite import NonFinite
 from gradcheck_l2c.record.optimizers import OptimizerRecord, StepMiss
@@ -19,8 +21,8 @@ from gradcheck_l2c.record.watch import Owner, Watched, WatchSpec
 from gradcheck_l2c.record.writes import InplaceNote
 
 __all__ = [
-    "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "Event", "EventExtra", "GradSeries",
-    "Graphless", "InplaceNote", "NonFinite", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site",
+    "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "DroppedTerm", "Event", "EventExtra", "GradSeries",
+    "Graphless", "InplaceNote", "LibraryCall", "NonFinite", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site",
     "StaleSaved", "StepMiss", "TakenGradient", "Taint", "Unchanged", "Unregistered", "UnreadBackward", "WatchSpec",
     "Watched",
 ]

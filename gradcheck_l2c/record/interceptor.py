@@ -16,10 +16,11 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from gradcheck_l2c.record.args import requires_grad_in
+from gradcheck_l2c.record.args import requires_grad_in, tensors_in
 from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
 from gradcheck_l2c.record.handlers import (NORMALISING, PASSIVE_ON_PLAIN, constant_over_one, handler_table,
-                                           non_differentiable, remember_site)
+                                           non_differentiable, on_data_get, on_detach, on_item, on_numpy, on_scalar,
+                                           remember_site)
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, user_caller_site
 from gradcheck_l2c.record.saturation import CLAMPS, clamped_everywhere
 from gradcheck_l2c.record.state import TraceState
@@ -36,6 +37,15 @@ INITIALISERS = frozenset((torch.zeros, torch.randn, torch.rand, torch.empty))
 #: The keywords of a call made without any: handlers only read them, nothing writes to this one.
 NO_KEYWORDS: dict[str, Any] = {}
 _originals: dict[CodeType, FunctionType | None] = {}  # torch's backward code -> the function that runs it
+
+
+def on_shown(mode: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``print(loss)``, ``f"{loss:.3f}"``: a value shown is read, a logged number (`dropped_terms`)."""
+    return func(*args, **kwargs)
+
+
+#: Handlers of calls that read a tensor's values: a scalar read so is no dropped loss term.
+_READS = frozenset((on_item, on_scalar, on_numpy, on_detach, on_data_get, on_shown))
 
 
 def replaced_backward(func: Any, caller: FrameType) -> Any:
@@ -64,9 +74,11 @@ class Interceptor(TorchFunctionMode):
         self.scope, self.writes, self.cuts = state.scope, state.writes, state.cuts
         # func -> handlers.on_*; and torch's backward as named when the trace starts, which the stand-in for
         # Tensor.backward (`wrappers.tensor_backward`) hands over under no name the mode could look up
-        self.handlers: dict[Any, Callable[..., Any]] = {**handler_table(), Tensor.backward: on_backward}
+        self.handlers: dict[Any, Callable[..., Any]] = {**handler_table(), Tensor.backward: on_backward,
+                                                        Tensor.__format__: on_shown, Tensor.__repr__: on_shown}
         self.user_leaves = state.registry.user_leaves
         self.terms = state.terms
+        self.dropped = state.terms.dropped  # scalars with history while they live: loss terms dropped unused?
         self.taints = state.taints
         self.left_for_numpy = state.cuts.numpy_exits.exits  # values that left for NumPy may come back as a loss term
         self.origins = state.origins
@@ -102,6 +114,8 @@ class Interceptor(TorchFunctionMode):
                 if type(func) is not FunctionType and len(self.plain_ops) < _PLAIN_OPS:
                     self.plain_ops.add(func)
             if handler is not None:
+                if handler in _READS and self.dropped.live:
+                    self.dropped.read(args[0])
                 if handler not in PASSIVE_ON_PLAIN or not _is_grad_enabled() or requires_grad_in(args, kwargs):
                     self.noted += 1
                 try:
@@ -130,6 +144,8 @@ class Interceptor(TorchFunctionMode):
                 if not kwargs and not isinstance(out, tuple):  # a size, a count, a flag
                     return out
             elif out.requires_grad:
+                if out.ndim == 0:
+                    self.dropped.made(out)
                 user_leaves = self.user_leaves
                 if not (user_leaves and args and id(args[0]) in user_leaves):
                     if not kwargs:
@@ -152,6 +168,9 @@ class Interceptor(TorchFunctionMode):
         if not _is_grad_enabled():  # an op on inputs that need no gradient records nothing here
             if requires_grad_in(args, kwargs):
                 self.noted += 1
+                if self.dropped.live:  # a metric computed under no_grad (losses stacked to log) reads them
+                    for tensor in tensors_in(args, kwargs):
+                        self.dropped.read(tensor)
                 if scope.pid == os.getpid():
                     self.cuts.no_grad_op(func, args, kwargs, out)
             elif taints.by_id or taints.numbers:
@@ -170,6 +189,8 @@ class Interceptor(TorchFunctionMode):
                 self.writes.layer_wrote(out, func, sys._getframe(1))
         if type(out) is Tensor:
             if out.requires_grad:
+                if out.ndim == 0:  # remembered once (`DroppedTerms.made`)
+                    self.dropped.made(out)
                 if func in NORMALISING and constant_over_one(self, func, args, kwargs, out):
                     self.noted += 1  # a softmax over one element is a constant
                 elif func in CLAMPS and clamped_everywhere(self, func, args, kwargs):

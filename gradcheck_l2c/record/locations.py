@@ -139,7 +139,7 @@ def user_site(depth: int = 1) -> Site | None:
         compiled = _compiled_site(sys._getframe(depth + 1), frame)
         if compiled is not None:
             return compiled
-    return _site(frame)
+    return frame_site(frame)
 
 
 #: (id(code), instruction) -> (code, its Site). The instruction tells the line: ``f_lineno`` decodes the code's
@@ -147,7 +147,7 @@ def user_site(depth: int = 1) -> Site | None:
 _sites: dict[tuple[int, int], tuple[CodeType, Site]] = {}
 
 
-def _site(frame: FrameType) -> Site:
+def frame_site(frame: FrameType) -> Site:
     """The Site of the instruction ``frame`` runs now, made once per instruction (by code id: codes hash slowly)."""
     code = frame.f_code
     key = (id(code), frame.f_lasti)
@@ -166,7 +166,7 @@ def asked_at(made: Any, depth: int = 1) -> tuple[FrameType | None, Site | None]:
     being built now was asked for (``HybridAdam(unet.parameters())``, not the ``super().__init__(params)`` of the
     user's subclass)."""
     frame = _user_frame_outside(sys._getframe(depth + 1), lambda self: self is made)[0]
-    return frame, (None if frame is None else _site(frame))
+    return frame, (None if frame is None else frame_site(frame))
 
 
 def built_at(depth: int = 1) -> Site | None:
@@ -180,7 +180,7 @@ def built_by(depth: int = 1) -> tuple[Site | None, nn.Module | None]:
     """`built_at`'s line, and the outermost module of user code whose ``__init__`` runs below it: the module that line
     builds (None when the layer being made is built there directly)."""
     frame, built = _user_frame_outside(sys._getframe(depth + 1), lambda self: isinstance(self, nn.Module))
-    return (None if frame is None else _site(frame)), built
+    return (None if frame is None else frame_site(frame)), built
 
 
 def _user_frame_outside(frame: FrameType | None, building: Callable[[Any], bool]) -> tuple[FrameType | None, Any]:
@@ -241,7 +241,7 @@ def _user_frames(frame: FrameType | None, places: list[int] | None = None) -> li
 def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
     """Every user frame above the caller, innermost first, with the line each was at: where a value was
     made in each function on the way (the one in a frame still running later is the line to show there)."""
-    return tuple((id(frame), frame.f_code, _site(frame)) for frame in _user_frames(sys._getframe(depth + 1)))
+    return tuple((id(frame), frame.f_code, frame_site(frame)) for frame in _user_frames(sys._getframe(depth + 1)))
 
 
 #: The (id(code), instruction) of every user frame of a stack -> (those codes, kept so that their ids stay theirs;
@@ -259,7 +259,7 @@ def user_stack_sites(depth: int = 1) -> tuple[Site | None, tuple[Site, ...]]:
     if entry is None:
         if len(_stacks) >= 4096:
             _stacks.clear()
-        entry = _stacks[key] = (tuple(frame.f_code for frame in frames), tuple(map(_site, frames)))
+        entry = _stacks[key] = (tuple(frame.f_code for frame in frames), tuple(map(frame_site, frames)))
     sites = entry[1]
     if _compiled_graphs or not sites:
         return user_site(depth + 1), sites
@@ -292,7 +292,7 @@ def user_caller_site(depth: int = 1) -> Site | None:
     frame = sys._getframe(depth + 1)
     filename = frame.f_code.co_filename
     kind = _kinds.get(filename)
-    return _site(frame) if (kind if kind is not None else frame_kind(filename)) == USER else None
+    return frame_site(frame) if (kind if kind is not None else frame_kind(filename)) == USER else None
 
 
 def caller_is_user(depth: int = 1) -> bool:

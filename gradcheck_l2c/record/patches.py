@@ -11,6 +11,8 @@
 - ``zero_grad`` (noted where it ran) and torch's own optimizers' ``step()`` (without closure): run with the
   interceptor off the torch-function mode stack (or quiet, where a mode entered later is on top of it), since they touch every
   parameter and ``.grad`` and run no user code;
+- torch.distributions' ``rsample`` and ``log_prob``: the log-probability of a distribution's own reparameterised
+  sample, whose location's gradients cancel;
 - ``torch.from_numpy``, the legacy ``Variable(...)`` and ``torch.Tensor(...)`` constructors (which
   torch-function modes do not see): values coming back in without their history;
 - ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
@@ -38,7 +40,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim.lr_scheduler import LRScheduler
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from gradcheck_l2c.record import constructors, wrappers
+from gradcheck_l2c.record import constructors, reparameterised, wrappers
 from gradcheck_l2c.record.bypass import ModuleBypass
 from gradcheck_l2c.record.locations import LIBRARY, built_by, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
@@ -94,6 +96,7 @@ class Patches:
         self._replace(LRScheduler, "__init__", wrappers.scheduler_init(self.state, LRScheduler.__init__))
         self._replace(LRScheduler, "step", wrappers.scheduler_step(self.state, LRScheduler.step))
         self._replace(torch, "from_numpy", constructors.from_numpy(self.state, torch.from_numpy))
+        reparameterised.install(self.state, self._replace)  # log_prob(rsample()) of one distribution
         _shadow(self._undo, torch.Tensor, "__new__", staticmethod(constructors.tensor_new(self.state, torch.Tensor.__new__)))
         variable = constructors.variable(self.state, torch.autograd.variable.Variable)
         self._replace(torch.autograd, "Variable", variable)

@@ -17,6 +17,7 @@ from gradcheck_l2c.record.facts import (
     AutogradError,
     Chain,
     DdpRecord,
+    DroppedTerm,
     Event,
     InplaceNote,
     NonLeafRead,
@@ -148,6 +149,11 @@ class TraceRecord:
         return self._backwards.graphs
 
     @property
+    def dropped_terms(self) -> dict[tuple[Site, Site], tuple[DroppedTerm, int]]:
+        """(where a loss term was made, where it was dropped) -> the fact and how many backwards found it."""
+        return self._terms.dropped.found
+
+    @property
     def dead_terms(self) -> dict[tuple[Site | None, int, Chain], int]:
         """(where a dead loss term was added, the watched key it was cut from, the cuts) -> how many backwards."""
         return self._terms.found
@@ -235,13 +241,13 @@ class TraceRecord:
         """The cuts a live value (a tensor without history, a number) went through, if it still matters."""
         return self._taints.get(value)
 
-    @staticmethod
-    def made_at(node: Any, limit: int = 64) -> Site | None:
-        """The user line that made an autograd node, or else the nearest node behind it whose line is known."""
-        for seen, child in enumerate(graph.iter_nodes([node], graph.SAFE_WALK)):
-            site = child.metadata.get("gradcheck_site")
-            if site:
-                return Site(*site)
-            if seen >= limit:
-                break
-        return None
+
+def made_at(node: Any, limit: int = 64) -> Site | None:
+    """The user line that made an autograd node, or else the nearest node behind it whose line is known."""
+    for seen, child in enumerate(graph.iter_nodes([node], graph.SAFE_WALK)):
+        site = child.metadata.get("gradcheck_site")
+        if site:
+            return Site(*site)
+        if seen >= limit:
+            break
+    return None

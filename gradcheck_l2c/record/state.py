@@ -153,8 +153,9 @@ class TraceState:
                 watched.joined = joined(registry, watched)
 
     def end(self) -> None:
-        """Remove the hooks on watched tensors (the trace stops)."""
+        """Remove the hooks on watched tensors and forget the live scalars (the trace stops)."""
         self.registry.unhook()
+        self.terms.dropped.end()
 
     def record(self, spec: WatchSpec | None = None) -> TraceRecord:
         """The read-only view the judge works from; ``spec``: judge what another (joined) trace asked for."""

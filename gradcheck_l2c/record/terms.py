@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record.args import flat
+from gradcheck_l2c.record.dropped_terms import DroppedTerms
 from gradcheck_l2c.record.locations import Site, user_site
 from gradcheck_l2c.record.numpy_exits import NumpyExits
 from gradcheck_l2c.record.origins import MADE
@@ -72,6 +73,7 @@ class TermLog:
         self.taints = taints
         self.reach = reach
         self.numpy_exits = numpy_exits  # a NumPy number added to a loss: tied to what left for NumPy
+        self.dropped = DroppedTerms(reach.registry)  # terms never added to a loss at all
         self.marked = 0
         self.found: dict[tuple[Site | None, int, Chain], int] = {}
         #: dead terms a backward summed while they were exactly zero (a proximal term at the start of a round, its

@@ -53,8 +53,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b5_opennre_att_weight_data":
         "says all 5 watched tensors got a gradient: the attention path cut by fc.weight.data is not reported",
     # Batch 6, first pass on 5fbed71 (tests/cases/README.md): what the tool said at the expected line's place.
-    "b6_crosscoder_auxk_loss_not_returned":
-        "first pass: nothing; left: the line to change is a return statement: no operation runs there",
     "b6_semgan_r1_disc_img_frozen":
         "first pass: nothing; left: an optimizer whose parameters are all switched off at one of its steps, "
         "after they learned: a void step seen in this report only, and the switch runs in a helper shared "
@@ -83,9 +81,6 @@ KNOWN_MISSES: dict[str, str] = {
     # Batch 7, first pass on dd47205 (tests/cases/README.md).
     "b7_suave_assignment_argmax_onehot":
         "first pass: nothing",
-    "b7_tfc_consistency_loss_unused":
-        "first pass: item e :46; left: a scalar with gradient that never reaches a backward looks at run time"
-        " like a metric computed with grad and logged",
     "b7_olaf_vqlam_codebook_loss_straight_through":
         "first pass: detach e :18",
     "b7_lora_mark_only_after_freeze":
@@ -223,8 +218,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b12_psenet_lightning_training_step_calls_backward":
         "first pass: autograd_error e :35; left: the script's stand-in for Lightning's loop is user code, so its "
         "backward is named; the case names the backward added to training_step",
-    "b12_bayesiancnn_alexnet_conv_kl_overwritten":
-        "first pass: nothing; left: a term overwritten rather than summed (as b11_coqui_bwe_generator_loss_overwritten)",
     # Batch 13, first pass on 4993aac / dc73157 (tests/cases/README.md): what the tool said instead.
     "b13_discuss_meta_pseudo_label_student_step_cuts_teacher":
         "first pass: nothing; left: the teacher's term reaches the student only through the student's own optimizer "
@@ -456,6 +449,26 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: nothing; left: with one expert a token, topk_weight / topk_weight.sum(-1) is x / x, a constant "
         "whose gradient is rounding residue (5e-9), not zero; the trace checks softmax-like normalisations over one "
         "element, not a division by its own sum",
+    # Batch 29, first pass on 2f2ed12 (tests/cases/README.md): what the tool says instead.
+    "b29b_vqpytorch_learnable_codebook_commit_detached":
+        "first pass: detach e :37, the straight-through x + (q - x).detach() that cuts the codebook (as b7_olaf and "
+        "b10_rqvae); the case names the commitment loss's detach of the straight-through value (:40)",
+    "b29c_abcnn_ecg_attention_weight_never_applied":
+        "first pass: unused_parameter e :35, where the weight is made (the corpus's line for an unused parameter); "
+        "the case names the forward line where the author says it should multiply the input (:38)",
+    "b29d_googlenet_aux_logits_left_out_of_loss":
+        "first pass: unused_parameter at the model's line (:16) for every auxiliary classifier's parameter; the "
+        "case names the loss that leaves the auxiliary outputs out (:26): outputs of a library model are not terms",
+    "b29d_siamcar_down_layer_not_in_optimizer":
+        "first pass: optimizer w :99, the last group added to the list given to the optimizer, which leaves `down` "
+        "out; the case names the optimizer's call one line below (:100)",
+    "b29e_llava15_adv_image_vision_tower_no_grad":
+        "first pass: no_grad e :37, the call into the @torch.no_grad() forward handed the tensor to optimise (the "
+        "rule since batch 14 for a pipeline given it); the case names the first line inside that forward (:24)",
+    "b29f_tistory_gan_d_backward_frees_g_graph":
+        "first pass: autograd_error e :31, where the fake that both backwards share was made (`.detach()` it for "
+        "the discriminator: the rule's fix); the case names the discriminator's backward, whose fix in the post "
+        "is retain_graph=True (:36)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

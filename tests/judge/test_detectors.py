@@ -965,3 +965,20 @@ def test_modules_in_a_plain_list_are_named_at_the_list_and_a_hidden_teacher_is_n
         optimizer.step()
     """))
     assert problems(teacher.run()) == []
+
+
+def test_a_snapshot_of_a_leaf_is_no_cause_when_the_backward_without_graph_carried_its_own_cut(snippet):
+    """An attack's ``before = noise.detach().clone()`` beside a loss computed under no_grad: the backward that raised
+    carried the no_grad cut, which names the cause; the snapshot flowed into no loss."""
+    script = snippet(program("""
+    w = torch.rand(3, requires_grad=True)
+    before = w.detach().clone()
+    for step in range(2):
+        with torch.no_grad():
+            y = w * 2  # <- cut
+        try:
+            y.sum().backward()
+        except RuntimeError:
+            pass
+    """))
+    assert [(f.kind, f.line) for f in problems(script.run())] == [("no_grad", script.line("cut"))]

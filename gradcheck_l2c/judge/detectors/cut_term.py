@@ -7,7 +7,12 @@ gradient of its own, so it is never reported here.
 """
 from __future__ import annotations
 
+import ast
+import linecache
+
 from gradcheck_l2c.judge.listing import listed
+from gradcheck_l2c.judge.scopes import innermost_scope, parse
+from gradcheck_l2c.record.facts import Site
 from gradcheck_l2c.records import Finding
 
 KIND = "cut_term"
@@ -33,7 +38,7 @@ def scan(run) -> list[Finding]:
                 f"so it adds nothing to {name}'s update, although the loss's other terms reach it.",
                 cut.fix, count, related={"symptom": added_at},
             ))
-    return found + _first_order(run) + _unused_gradients(run)
+    return found + _first_order(run) + _unused_gradients(run) + _dropped(run)
 
 
 def _first_order(run) -> list[Finding]:
@@ -76,3 +81,55 @@ def _unused_gradients(run) -> list[Finding]:
             taken.taken, related={"defined": taken.site},
         ))
     return found
+
+
+def _dropped(run) -> list[Finding]:
+    """Scalars user code made from tensors a backward trained, dropped before any backward ran through them
+    (`record.dropped_terms`): at the line that dropped them, the ``return`` that left them behind, or, for one
+    rebound at its own line every step, the loss that should have summed it."""
+    found = []
+    for (made, dropped), (term, count) in run.record.dropped_terms.items():
+        keys = [key for key in sorted(term.keys) if key in run.keys]
+        if not any(run.optimized_param(run.record.watched_at(k)) or run.record.watched_at(k).grad_used for k in keys):
+            continue
+        shown = listed([run.name(key) for key in keys])
+        term_at = f"the term made at {made} (`{term.op}`) from {shown}"
+        where, what = dropped, f"{term_at} was dropped at {dropped} (rebound or discarded) before any backward ran through it"
+        if term.returned and _calls(dropped, term.returned):
+            where = _single_return(made) or dropped
+            what = f"{term_at} was left behind when its function returned, and no backward ran through it"
+        elif term.returned:
+            what = f"{term_at} was left behind when the function called at {dropped} returned, and no backward ran through it"
+        elif made == dropped and term.loss is not None:
+            where = term.loss
+            what = (f"{term_at} is made at every step and never used: the loss made at {term.loss}, which the "
+                    "backward differentiates, leaves it out")
+        found.append(run.finding(
+            KIND, "warning", shown, where, f"{what}, so it adds nothing to the update of {shown}.",
+            "add it to the loss that is backpropagated (loss = loss + term, or return the total that includes it); if "
+            "it is only logged, compute it under torch.no_grad() or read it with .item().",
+            count, related={"defined": made},
+        ))
+    return found
+
+
+def _calls(site: Site, function: str) -> bool:
+    """Whether the statement at ``site`` calls a function or method named ``function``."""
+    tree = parse("".join(linecache.getlines(site.file)))
+    return tree is not None and any(
+        isinstance(node, ast.Call) and node.lineno <= site.line <= (node.end_lineno or node.lineno)
+        and (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)) == function
+        for node in ast.walk(tree))
+
+
+def _single_return(made: Site) -> Site | None:
+    """The ``return`` statement of the function around ``made``, when it has only one."""
+    tree = parse("".join(linecache.getlines(made.file)))
+    if tree is None:
+        return None
+    scope = innermost_scope(tree, made.line)
+    if isinstance(scope, ast.Module):
+        return None
+    returns = [node for node in ast.walk(scope) if isinstance(node, ast.Return)
+               and innermost_scope(tree, node.lineno) is scope]
+    return Site(made.file, returns[0].lineno) if len(returns) == 1 else None

@@ -9,7 +9,7 @@ step to it) and for any other computation."""
 from __future__ import annotations
 
 from gradcheck_l2c.judge.grad_mode_site import GradOff, grad_disabled_at
-from gradcheck_l2c.record.facts import Event, Site
+from gradcheck_l2c.record.facts import Event, LibraryCall, Site
 
 KIND = "no_grad"
 
@@ -40,6 +40,15 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
             "it needs them (`with torch.enable_grad():` inside the function, as attacks and training steps do).",
         )
     off = grad_disabled_at(event.site)
+    entered = _library_under_no_grad(event) if off is None else None
+    if entered is not None:
+        library, off = entered
+        return (
+            f"`{event.detail}` at {event.site} ran with gradients disabled on values computed from {tensor}: "
+            f"`{library.function}`, called here, runs it under `{off.statement}` ({off.site}), so its result has "
+            "no history.",
+            _library_fix(library.function),
+        )
     how = f"by `{off.statement}` at {off.site}" if off is not None else \
         "(torch.no_grad / inference_mode / set_grad_enabled(False))"
     if event.extra.get("rebuilds") and event.detail in _UPDATES:
@@ -84,6 +93,9 @@ def related(event: Event) -> dict[str, Site | None]:
     if call is not None:
         return {"disabled": call[1].site, "used": event.site}
     off = grad_disabled_at(event.site)
+    entered = _library_under_no_grad(event) if off is None else None
+    if entered is not None:
+        return {"disabled": entered[1].site, "used": event.site}
     return {"disabled": off.site if off is not None else None}
 
 
@@ -92,7 +104,10 @@ def place(event: Event) -> Site | None:
     if event.extra.get("function"):
         return event.site
     call = _caller_under_no_grad(event)
-    return call[0] if call is not None else event.site
+    if call is not None:
+        return call[0]
+    entered = _library_under_no_grad(event) if grad_disabled_at(event.site) is None else None
+    return entered[0].caller if entered is not None else event.site
 
 
 def _caller_under_no_grad(event: Event) -> tuple[Site, GradOff] | None:
@@ -113,6 +128,28 @@ def _caller_under_no_grad(event: Event) -> tuple[Site, GradOff] | None:
             return callers[depth + 1], off
         return caller, off
     return None
+
+
+def _library_under_no_grad(event: Event) -> tuple[LibraryCall, GradOff] | None:
+    """When neither the cut's function nor a user caller turned gradients off: the innermost library function on
+    the way that did around the user code it ran (``Distribution.sample``'s ``with torch.no_grad():`` around a
+    flow's transforms), and the user line that called into it. None while a user caller's own block explains it."""
+    if _caller_under_no_grad(event) is not None:
+        return None
+    for call in event.extra.get("library", ()):
+        off = grad_disabled_at(call.inside)
+        if off is not None and off.form != "call":
+            return call, off
+    return None
+
+
+def _library_fix(function: str) -> str:
+    """How to keep gradients through a library function that turns them off."""
+    if function.rpartition(".")[2] == "sample":
+        return ("draw with `rsample()`, the reparameterised sample that keeps gradients (`sample()` runs under "
+                "no_grad on purpose), or compute the value outside this call where gradients are on.")
+    return ("call a function of the library that keeps gradients (its training entry point), or compute the value "
+            "outside this call, where gradients are on.")
 
 
 def _fix(off: GradOff | None) -> str:

@@ -30,6 +30,13 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
                 "move the bound below (or above) the values, or start the tensor inside the range; where values "
                 "must stay bounded, use a smooth bound (torch.sigmoid, F.softplus) or keep the identity's gradient: "
                 "x + (x.clamp(low, high) - x).detach().")
+    if event.extra.get("output") == "cancelled":
+        return (f"`log_prob` was taken of a sample drawn with `rsample()` (here) from the same distribution: the sample "
+                "moves with the distribution's location exactly as the density's centre does, so the two gradients "
+                f"to the location cancel and {tensor} gets a gradient of exactly zero.",
+                "for a score-function (REINFORCE, policy-gradient) loss, draw the action with `sample()`, which carries "
+                "no gradient; keep `rsample()` for a loss that differentiates through the sample itself (SAC's "
+                "Q(s, a)).")
     if event.extra.get("output") == "sample":
         return (f"`{op}` draws a random sample whose derivative to its parameters PyTorch defines as zero, "
                 f"so no gradient reaches {tensor} through it.", _fix(op, "sample"))

@@ -5,6 +5,7 @@ attribute, ``model.out.grad``, the line in the method that made it), the read is
 whether that line moved the leaf to a device or dtype, or kept a result on an object."""
 from __future__ import annotations
 
+from gradcheck_l2c.record.query import made_at
 from gradcheck_l2c.records import Finding
 
 KIND = "non_leaf_watched"
@@ -19,7 +20,7 @@ def scan(run) -> list[Finding]:
             continue
         seen.add((site, name))
         if not is_leaf and grad_fn is not None:
-            made = run.record.made_at(grad_fn)
+            made = made_at(grad_fn)
             made_by = f"made by {type(grad_fn).__name__}" + (f" at {made}" if made else "")
             leaves = run.record.leaf_names(grad_fn)
             went = f"; the gradient went to the leaf {', '.join(leaves)}" if leaves else ""

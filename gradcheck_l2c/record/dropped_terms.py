@@ -47,11 +47,13 @@ class _Term:
     """One scalar: its node while it lives, the line that made it, and whether it was read (logged, printed,
     detached) or differentiated; once dead, where it died and whether its node went with it."""
 
-    __slots__ = ("terms", "key", "node", "made", "code", "window", "read", "ran", "dropped", "returned",
-                 "sequence", "op", "below", "marker", "keys")
+    __slots__ = ("terms", "key", "node", "made", "code", "window", "whole", "read", "ran", "dropped", "returned",
+                 "late", "sequence", "op", "below", "marker", "keys")
 
-    def __init__(self, terms: DroppedTerms, key: int, node: Any, made: Site, code: Any, window: int) -> None:
+    def __init__(self, terms: DroppedTerms, key: int, node: Any, made: Site, code: Any, window: int,
+                 whole: bool) -> None:
         self.terms, self.key, self.node, self.made, self.code = terms, key, node, made, code
+        self.whole = whole  # a custom Function's output: discarded at its own line, it is no temporary read there
         self.window = window  # the backwards that had ended when it was made: the next one is its own
         self.sequence = sequence_nr(node) or -1  # its node's place in the order autograd made them (-1: unknown)
         self.read = False
@@ -59,6 +61,7 @@ class _Term:
         node.register_prehook(self)
         self.dropped: Site | None = None
         self.returned: str | None = None  # it died as a function returned: the name of the function that made it
+        self.late = False  # it died after its own step's backward
         self.op, self.below, self.marker = "", (), None
         self.keys: frozenset[int] = frozenset()
 
@@ -81,6 +84,7 @@ class DroppedTerm:
     op: str
     keys: frozenset[int]
     returned: str | None  # it died as a function returned: the name of the function that made it
+    late: bool  # it died after its own step's backward (rebound at the next step)
     loss: Site | None  # the line that made the loss of that backward, when user code made it
 
 
@@ -99,11 +103,13 @@ class DroppedTerms:
         #: made before one may be dropped only after it (rebound at the next step)
         self.steps: dict[int, tuple[int, Site | None]] = {}
         self.suspects: set[Site] = set()  # lines whose term was dropped after its own backward, seen too late
+        self.inside: set[int] = set()  # the nodes right below this step's dropped terms: no dropped terms of their own
         self._makers: dict[str, bool | None] = {}  # file -> `_passes`
 
-    def made(self, out: torch.Tensor) -> None:
-        """``out``, a scalar with history, was just made (the interceptor's caller called the op): remember it when
-        user code made it directly or through torch, not inside another library (a model's own auxiliary loss)."""
+    def made(self, out: torch.Tensor, whole: bool = False) -> None:
+        """``out``, a scalar with history, was just made (the caller's caller called the op; ``whole``: a custom
+        Function's only output, of any shape): remember it when user code made it directly or through torch, not
+        inside another library (a model's own auxiliary loss)."""
         if self.dying:
             self._settle()
         key = id(out)
@@ -127,7 +133,10 @@ class DroppedTerms:
         node = out.grad_fn
         if node is None:
             return
-        term = _Term(self, key, node, frame_site(frame), frame.f_code, self.backwards)
+        try:
+            term = _Term(self, key, node, frame_site(frame), frame.f_code, self.backwards, whole)
+        except RuntimeError:  # a node that takes no hooks (under a functorch transform): nothing to tell of it
+            return
         self.live[key] = (weakref.ref(out, term.died), term)
 
     def read(self, tensor: torch.Tensor) -> None:
@@ -157,11 +166,12 @@ class DroppedTerms:
         term.dropped = frame_site(frame)
         if frame.f_code.co_code[frame.f_lasti] in _CALLS and not _running(frame, term.code):
             term.returned = term.code.co_name
-        late = term.window < self.backwards  # it died after its own step's backward
-        if late != (term.dropped == term.made):
+        term.late = term.window < self.backwards
+        if term.late != (term.dropped == term.made) and (term.late or not term.whole):
             # gone at the line that made it, in its own step: a temporary read in a way no op shows (a comparison,
-            # ``.requires_grad``); gone after its step elsewhere: a value returned beside the loss, unused (a metric).
-            # Only one made anew at its own line every step and never used (a term left out of the loss) is told
+            # ``.requires_grad``), unless a custom Function's output, discarded; gone after its step elsewhere: a
+            # value returned beside the loss, unused (a metric). Of those gone after their step, only one made anew
+            # at its own line every step and never used (a term left out of the loss) is told
             return
         term.op, term.below = node.name(), node.next_functions
         marker = _Marker()
@@ -176,9 +186,13 @@ class DroppedTerms:
         key_of = self.registry.key_of
         for term in dying:
             below, term.below = term.below, ()
-            if term.marker() is not None or self.told.get(term.made, 0) >= _TOLD:
+            if term.marker() is not None:
                 continue  # an op took it (summed into a loss, say): its backward is the loss's
             roots = [child for child, _ in below if child is not None]
+            taken = term.sequence in self.inside  # by a term that went unused itself (into a discarded output)
+            self.inside.update(order for order in map(sequence_nr, roots) if order is not None)
+            if taken or self.told.get(term.made, 0) >= _TOLD:
+                continue
             term.keys = frozenset(k for k in (key_of(n.variable) for n in graph.iter_nodes(roots, _LEAVES)
                                               if hasattr(n, "variable")) if k is not None)
             if not term.keys:
@@ -197,6 +211,7 @@ class DroppedTerms:
         if self.dying:
             self._settle()
         self.backwards += 1
+        self.inside.clear()
         waiting, self.waiting = self.waiting, []
         suspects = self.suspects and any(t.made in self.suspects and not t.read and t.window + 1 == self.backwards
                                          for _, t in self.live.values())
@@ -217,7 +232,8 @@ class DroppedTerms:
             self.told[term.made] = self.told.get(term.made, 0) + 1
             index = (term.made, term.dropped)
             fact, count = self.found.get(index, (None, 0))
-            self.found[index] = (fact or DroppedTerm(term.made, term.dropped, term.op, term.keys, term.returned, loss),
+            self.found[index] = (fact or DroppedTerm(term.made, term.dropped, term.op, term.keys, term.returned,
+                                                     term.late, loss),
                                  count + 1)
 
     def end(self) -> None:

@@ -164,6 +164,8 @@ def function_apply(state: TraceState, original: Any) -> Callable[..., Any]:
             scope.custom_forwards.pop()
         if used:
             state.cuts.function_ran(cls, args, used)
+        if type(out) is torch.Tensor and out.requires_grad:  # its one output: discarded, it is a dropped term
+            state.terms.dropped.made(out, whole=True)
         return out
 
     return apply

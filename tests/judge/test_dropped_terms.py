@@ -4,6 +4,7 @@ loss. Scalars that were logged, differentiated, summed into a loss first or made
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +160,40 @@ def test_a_term_kept_unused_by_the_function_that_received_it_is_named_at_the_cal
     """)
     assert loud == [("cut_term", "warning", script.line("call"))]
     assert f"the function called at {script.path.name}:{script.line('call')} returned" in found[0].message
+
+
+@pytest.mark.parametrize("call", ["Attach.apply(w, aux)  # <- call", "w = Attach.apply(w, aux)  # <- call"])
+def test_a_custom_function_s_discarded_output_is_named_at_its_call(snippet, call):
+    """NeMo Automodel#1408: the MoE gate attaches its auxiliary loss to the routing weights with a Function and throws
+    the Function's output away; the auxiliary loss inside it is told as that one drop, not again. Kept, it trains."""
+    script, loud, _ = run(snippet, f"""
+    class Attach(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, weights, aux):
+            ctx.save_for_backward(aux)
+            return weights
+        @staticmethod
+        def backward(ctx, grad):
+            (aux,) = ctx.saved_tensors
+            return grad, torch.ones_like(aux)
+    def gate():
+        w = torch.sigmoid(prior(x))
+        aux = prior.weight.pow(2).sum()
+        {call}
+        return w
+    for step in range(3):
+        loss = F.mse_loss(model(x) + gate(), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """)
+    assert loud == ([("cut_term", "warning", script.line("call"))] if not call.startswith("w =") else [])
+
+
+def test_a_term_taken_only_by_a_dropped_term_is_told_as_that_one_drop(snippet):
+    """The NeMo report as the corpus holds it: the auxiliary loss went into the Function whose output was thrown away;
+    when the gate returns, the auxiliary loss goes too, and is no second finding."""
+    case = Path(__file__).parents[1] / "cases" / "b4_moe_aux_scaler_discarded" / "bug.py"
+    script = snippet(case.read_text())
+    found = [(f.kind, f.line) for f in script.run().findings if f.severity in ("error", "warning")]
+    assert found == [("cut_term", script.line("cut_term"))]

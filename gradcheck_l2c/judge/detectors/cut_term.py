@@ -100,7 +100,7 @@ def _dropped(run) -> list[Finding]:
             what = f"{term_at} was left behind when its function returned, and no backward ran through it"
         elif term.returned:
             what = f"{term_at} was left behind when the function called at {dropped} returned, and no backward ran through it"
-        elif made == dropped and term.loss is not None:
+        elif term.late and made == dropped and term.loss is not None:
             where = term.loss
             what = (f"{term_at} is made at every step and never used: the loss made at {term.loss}, which the "
                     "backward differentiates, leaves it out")

@@ -197,8 +197,10 @@ class CutRecorder:
             self.scope.captured[-1].update(k for k in (key_of(t) for t in inputs if t.is_leaf) if k is not None)
         if any(self.reach(t) - exclude for t in inputs) and not self.scope.custom_forwards \
                 and not called_from(_NOT_CUTS, 1) and not _in_module_apply():
+            switched = self.scope.grad_switched_off  # a plain set_grad_enabled(False) left on, maybe elsewhere
             taint = self.taints.merge(taint, self.cut("no_grad", op_label(func), inputs, site=user_site(1),
-                                                      exclude=exclude, rebuilt=rebuilt))
+                                                      exclude=exclude, rebuilt=rebuilt,
+                                                      **({"switched": switched} if switched else {})))
         if not inplace:
             self.taints.mark(out, taint)
             if rebuilt is not None:

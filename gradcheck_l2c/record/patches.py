@@ -40,7 +40,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim.lr_scheduler import LRScheduler
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from gradcheck_l2c.record import constructors, reparameterised, wrappers
+from gradcheck_l2c.record import constructors, grad_switch, reparameterised, wrappers
 from gradcheck_l2c.record.bypass import ModuleBypass
 from gradcheck_l2c.record.locations import LIBRARY, built_by, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
@@ -97,13 +97,14 @@ class Patches:
         self._replace(LRScheduler, "step", wrappers.scheduler_step(self.state, LRScheduler.step))
         self._replace(torch, "from_numpy", constructors.from_numpy(self.state, torch.from_numpy))
         reparameterised.install(self.state, self._replace)  # log_prob(rsample()) of one distribution
+        grad_switch.install(self.state, self._replace)  # torch.set_grad_enabled(False) left on
         _shadow(self._undo, torch.Tensor, "__new__", staticmethod(constructors.tensor_new(self.state, torch.Tensor.__new__)))
         variable = constructors.variable(self.state, torch.autograd.variable.Variable)
         self._replace(torch.autograd, "Variable", variable)
         self._replace(torch.autograd.variable, "Variable", variable)
         apply = wrappers.function_apply(self.state, torch.autograd.Function.__dict__["apply"])
         self._replace(torch.autograd.Function, "apply", classmethod(apply))
-        self._keep_dynamo_out(apply)
+        _keep_dynamo_out(apply, self._replace)
         self._replace_attribute(warnings, "showwarning", wrappers.user_located(warnings.showwarning))
         self._replace(BaseProcess, "start", wrappers.process_start(self.state.scope, BaseProcess.start))
         if torch.distributed.is_available():
@@ -119,28 +120,6 @@ class Patches:
         while self._undo:
             self._undo[-1]()
             self._undo.pop()
-
-    def _keep_dynamo_out(self, apply: Callable[..., Any]) -> None:
-        """dynamo compiles the Python frames a compiled call reaches after a graph break (a module's backward hooks
-        call ``BackwardHookFunction.apply``), and fails inside the stand-in for ``Function.apply``, where torch's own
-        apply is C code it never sees as a frame. Once dynamo is loaded (now, or by the first ``torch.compile`` of
-        the trace: it loads dynamo, which costs a second), dynamo leaves the stand-in's own frame alone, as it never
-        sees torch's; the Function's ``forward`` it calls is dynamo's to compile or not, as untraced."""
-        def shield() -> None:
-            torch.autograd.Function.apply = classmethod(torch.compiler.disable(apply, recursive=False))
-
-        if "torch._dynamo" in sys.modules:
-            shield()
-            return
-        compile_ = torch.compile
-
-        @functools.wraps(compile_)
-        def compile_shielding(*args: Any, **kwargs: Any) -> Any:
-            if torch.autograd.Function.__dict__["apply"].__func__ is apply:
-                shield()
-            return compile_(*args, **kwargs)
-
-        self._replace(torch, "compile", compile_shielding)
 
     def _replace(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.name``; the undo is registered first, so an interrupted replace is undone too."""
@@ -253,6 +232,29 @@ class Patches:
                 scope.quiet = before
 
         return quietly
+
+
+def _keep_dynamo_out(apply: Callable[..., Any], replace: Callable[[Any, str, Any], None]) -> None:
+    """dynamo compiles the Python frames a compiled call reaches after a graph break (a module's backward hooks
+    call ``BackwardHookFunction.apply``), and fails inside the stand-in for ``Function.apply``, where torch's own
+    apply is C code it never sees as a frame. Once dynamo is loaded (now, or by the first ``torch.compile`` of
+    the trace: it loads dynamo, which costs a second), dynamo leaves the stand-in's own frame alone, as it never
+    sees torch's; the Function's ``forward`` it calls is dynamo's to compile or not, as untraced."""
+    def shield() -> None:
+        torch.autograd.Function.apply = classmethod(torch.compiler.disable(apply, recursive=False))
+
+    if "torch._dynamo" in sys.modules:
+        shield()
+        return
+    compile_ = torch.compile
+
+    @functools.wraps(compile_)
+    def compile_shielding(*args: Any, **kwargs: Any) -> Any:
+        if torch.autograd.Function.__dict__["apply"].__func__ is apply:
+            shield()
+        return compile_(*args, **kwargs)
+
+    replace(torch, "compile", compile_shielding)
 
 
 def _shadow(undo: list[Callable[[], Any]], owner: Any, name: str, value: Any) -> None:

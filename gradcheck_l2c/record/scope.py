@@ -32,6 +32,7 @@ class Scope:
     custom_forwards: list[str] = field(default_factory=list)
     captured: list[set[int]] = field(default_factory=list)  # per running custom forward: watched leaves it used
     module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
+    grad_switched_off: Site | None = None  # where a plain torch.set_grad_enabled(False) call left gradients off
     # backward passes run by other threads, which the trace does not cover: (thread, site) -> count
     untraced: dict[tuple[str, Site | None], int] = field(default_factory=dict)
     _untraced_lock: threading.Lock = field(default_factory=threading.Lock)

@@ -479,9 +479,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b30b_pyg_gumbel_adj_dense_to_sparse_values_dropped":
         "first pass: non_differentiable e :16, the nonzero() inside the dense_to_sparse stand-in; the case names "
         "the conv call that leaves the edge values out (:61)",
-    "b30c_silero_init_jit_model_disables_grad_globally":
-        "first pass: no_grad e :50, the head's first op under the torch.set_grad_enabled(False) that "
-        "init_jit_model() left on; the case names the init_jit_model() call (:36), whose own line turned it off",
     "b30c_styletts2_slm_generator_grads_zeroed_by_disc_step":
         "first pass: optimizer w :54, the MultiOptimizer's AdamWs, read as given each other's parameters; the case "
         "names the discriminator's zero_grad() (:84) that clears the generator's SLM gradients before their step",

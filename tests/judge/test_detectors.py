@@ -982,3 +982,32 @@ def test_a_snapshot_of_a_leaf_is_no_cause_when_the_backward_without_graph_carrie
             pass
     """))
     assert [(f.kind, f.line) for f in problems(script.run())] == [("no_grad", script.line("cut"))]
+
+
+@pytest.mark.parametrize("after", ["", "torch.set_grad_enabled(True)"])
+def test_gradients_a_helper_switched_off_for_good_are_named_at_its_call(snippet, after):
+    """silero-models#40: a model loader calls ``torch.set_grad_enabled(False)`` (no ``with``) and never turns
+    gradients back on; the head trained on top gets no graph. The call is the line to change, wherever the cut op
+    runs; a ``with torch.no_grad():`` block nested in the stretch leaves it so. Turned back on, all is well."""
+    script = snippet(program(f"""
+    def load():
+        torch.set_grad_enabled(False)  # <- off
+        with torch.no_grad():
+            frozen = nn.Linear(4, 3).requires_grad_(False)
+        return frozen
+    frozen = load()
+    {after}
+    head = nn.Linear(3, 3)
+    opt = torch.optim.SGD(head.parameters(), lr=0.1)
+    for step in range(2):
+        loss = F.cross_entropy(head(frozen(x)), y)
+        opt.zero_grad()
+        try:
+            loss.backward()
+        except RuntimeError:
+            pass
+        opt.step()
+    torch.set_grad_enabled(True)
+    """))
+    found = {(f.kind, f.line) for f in problems(script.run())}
+    assert found == ({("no_grad", script.line("off"))} if not after else set())

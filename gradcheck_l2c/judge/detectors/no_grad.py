@@ -49,6 +49,14 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
             "no history.",
             _library_fix(library.function),
         )
+    if off is None and _switched_off(event) is not None:
+        return (
+            f"`{event.detail}` at {event.site} ran with gradients disabled on values computed from {tensor}: "
+            "`torch.set_grad_enabled(False)`, called here and not as a `with` block, turned them off for every line "
+            "after it, and nothing turned them back on, so its result has no history.",
+            "put what needs no gradients under `with torch.no_grad():` (or `with torch.set_grad_enabled(False):`), "
+            "or call `torch.set_grad_enabled(True)` before training.",
+        )
     how = f"by `{off.statement}` at {off.site}" if off is not None else \
         "(torch.no_grad / inference_mode / set_grad_enabled(False))"
     if event.extra.get("rebuilds") and event.detail in _UPDATES:
@@ -96,6 +104,8 @@ def related(event: Event) -> dict[str, Site | None]:
     entered = _library_under_no_grad(event) if off is None else None
     if entered is not None:
         return {"disabled": entered[1].site, "used": event.site}
+    if off is None and _switched_off(event) is not None:
+        return {"used": event.site}
     return {"disabled": off.site if off is not None else None}
 
 
@@ -106,8 +116,10 @@ def place(event: Event) -> Site | None:
     call = _caller_under_no_grad(event)
     if call is not None:
         return call[0]
-    entered = _library_under_no_grad(event) if grad_disabled_at(event.site) is None else None
-    return entered[0].caller if entered is not None else event.site
+    if grad_disabled_at(event.site) is not None:
+        return event.site
+    entered = _library_under_no_grad(event)
+    return entered[0].caller if entered is not None else _switched_off(event) or event.site
 
 
 def _caller_under_no_grad(event: Event) -> tuple[Site, GradOff] | None:
@@ -141,6 +153,14 @@ def _library_under_no_grad(event: Event) -> tuple[LibraryCall, GradOff] | None:
         if off is not None and off.form != "call":
             return call, off
     return None
+
+
+def _switched_off(event: Event) -> Site | None:
+    """The line of a plain ``torch.set_grad_enabled(False)`` call (no ``with``) that left gradients off for the cut,
+    when no ``with`` block or decorator, the user's or a library's, explains it."""
+    if _caller_under_no_grad(event) is not None or _library_under_no_grad(event) is not None:
+        return None
+    return event.extra.get("switched")
 
 
 def _library_fix(function: str) -> str:

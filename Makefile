@@ -18,11 +18,14 @@ COMPAT_DEPS := '.[notebook,fix]' numpy tqdm scikit-learn pytest nbclient nbforma
 # reference, not the tracer, and are the slowest files: they run in `make test` only, to keep CI short.
 # So do the files whose subject torch does not touch: the CLI's arguments, exit codes and report files
 # (what it records runs under both torches in tests/judge and tests/record), output paths checked before
-# the script starts, which files are library code, and which modules an import loads.
+# the script starts, which files are library code, and which modules an import loads. The realworld programs
+# (two minutes, a third of them torchvision's) run in `make test` only as well: the tracer's torch-facing parts
+# they exercise run under both torches in tests/judge, tests/record and the case corpus.
 COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py \
 	--ignore=tests/reference/test_l2c_distributed.py --ignore=tests/ecosystem \
 	--ignore=tests/test_cli.py --ignore=tests/hostile/test_output_paths.py \
-	--ignore=tests/record/test_installed_packages.py --ignore=tests/packaging/test_lean_imports.py
+	--ignore=tests/record/test_installed_packages.py --ignore=tests/packaging/test_lean_imports.py \
+	--ignore=tests/realworld
 
 .PHONY: setup test test-compat test-ecosystem demo bench clean graphviz chromium
 

@@ -13,14 +13,14 @@ COMPAT_PY := $(COMPAT_VENV)/bin/python
 COMPAT_INSTALLED := $(COMPAT_VENV)/.installed-$(COMPAT_TORCH)
 # The [test] extra less torchvision, whose wheels are built for one torch release each (the reference
 # imports it only to download CIFAR-10), and less build/twine (the wheel test runs in `make test`).
-COMPAT_DEPS := '.[notebook,fix]' numpy tqdm scikit-learn pytest nbclient nbformat jsonschema
+COMPAT_DEPS := '.[notebook,fix]' numpy tqdm scikit-learn pytest 'pytest-xdist>=3.5' nbclient nbformat jsonschema
 # The wheel test installs its own torch; the notebook and the reference's multi-process runs test the
 # reference, not the tracer, and are the slowest files: they run in `make test` only, to keep CI short.
 # So do the files whose subject torch does not touch: the CLI's arguments, exit codes and report files
 # (what it records runs under both torches in tests/judge and tests/record), output paths checked before
 # the script starts, which files are library code, and which modules an import loads. The realworld programs
-# (two minutes, a third of them torchvision's) run in `make test` only as well: the tracer's torch-facing parts
-# they exercise run under both torches in tests/judge, tests/record and the case corpus.
+# run in `make test` only as well: the tracer's torch-facing parts they exercise run under both torches in
+# tests/judge, tests/record and the case corpus.
 COMPAT_SKIP := --ignore=tests/packaging/test_wheel.py --ignore=tests/test_notebook.py \
 	--ignore=tests/reference/test_l2c_distributed.py --ignore=tests/ecosystem \
 	--ignore=tests/test_cli.py --ignore=tests/hostile/test_output_paths.py \
@@ -63,16 +63,21 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "Chromium is missing (the HTML report's browser test skips); install it with:  sudo apt-get install -y chromium chromium-driver"; fi; }
 
+# The suite runs on every core (pytest-xdist), a test file to a worker: a file's module-scoped fixtures (the
+# realworld programs' runs, the built wheel) are made once. TEST_WORKERS=0 runs it in this one process.
+TEST_WORKERS ?= auto
+SPREAD := -n $(TEST_WORKERS) --dist loadfile
+
 # tests/ecosystem needs the [ecosystem] extra and runs in `make test-ecosystem` only.
 test: setup
-	GRADCHECK_L2C_OTHER_TORCH='$(COMPAT_TORCH)' $(PY) -m pytest -q --ignore=tests/ecosystem
+	GRADCHECK_L2C_OTHER_TORCH='$(COMPAT_TORCH)' $(PY) -m pytest -q $(SPREAD) --ignore=tests/ecosystem
 
 # Correct programs on the libraries people train with, and their buggy twins (tests/ecosystem/README.md).
 test-ecosystem: setup $(ECOSYSTEM_INSTALLED)
 	$(PY) -m pytest -q -rx tests/ecosystem
 
 test-compat: $(COMPAT_INSTALLED) graphviz
-	$(COMPAT_PY) -m pytest -q -rs $(COMPAT_SKIP)
+	$(COMPAT_PY) -m pytest -q -rs $(SPREAD) $(COMPAT_SKIP)
 	@$(COMPAT_PY) -c 'import sys, torch; print(f"test-compat: passed with torch {torch.__version__}, Python {sys.version.split()[0]}")'
 
 demo: setup

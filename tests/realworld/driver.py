@@ -15,6 +15,7 @@ import os
 import sys
 
 import torch  # noqa: F401  (imported once, before forking)
+import torch._dynamo  # noqa: F401  (so is dynamo, which an optimizer's constructor loads: 1.5-2 s a child otherwise)
 
 from gradcheck_l2c import cli
 from gradcheck_l2c.runner import ScriptRunner, run_script

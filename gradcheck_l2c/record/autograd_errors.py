@@ -25,10 +25,11 @@ from gradcheck_l2c.record.code_lines import last_binding, stores_attribute
 from gradcheck_l2c.record.error_categories import IN_FORWARD, classify, multiple_views
 from gradcheck_l2c.record.failures import BackwardFailure
 from gradcheck_l2c.record.function_sites import function_backward_site, missing_backward_site, view_return_site
+from gradcheck_l2c.record.hook_results import hook_result_site
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
-from gradcheck_l2c.record.refusal_sources import last_frozen, library_owner_made, made_elsewhere
+from gradcheck_l2c.record.refusal_sources import copy_used, last_frozen, library_owner_made, made_elsewhere
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
@@ -89,6 +90,7 @@ class ErrorRecorder:
                 cause, detail = self._non_scalar(roots)
             elif category in ("unused_input", "input_no_grad"):
                 subject, key, detail = self._input(category, roots, inputs, frame, subject)
+                cause = detail.get("copy_made")
                 if category == "input_no_grad" and inputs is None:  # a custom backward's own autograd.grad refused
                     last, count = last_frozen(self.registry, every=False)  # a frozen parameter (reentrant checkpointing)
                     if last is not None:
@@ -97,6 +99,8 @@ class ErrorRecorder:
                 cause, detail = function_backward_site(text, _tensors(roots))
             elif category == "function_no_backward":
                 cause, detail = missing_backward_site(_tensors(roots))
+            elif category == "hook_result":
+                cause, detail = hook_result_site(self.registry, text)
             elif category == "other":
                 cause = _raised_in(error, call)
             elif category == "graphless" and torch.is_inference_mode_enabled():
@@ -257,7 +261,8 @@ class ErrorRecorder:
             if not ok:
                 watched = self.registry.get(tensor)
                 name = (variable_name(frame, tensor) if frame is not None else None) or f"inputs[{index}]"
-                return name, watched.key if watched is not None else None, {"index": index, "output": subject}
+                copy = copy_used(self.registry, watched, nodes) if category == "unused_input" else {}
+                return name, watched.key if watched is not None else None, {"index": index, "output": subject, **copy}
         return "inputs", None, {"output": subject}
 
 

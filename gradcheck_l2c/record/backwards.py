@@ -13,6 +13,7 @@ from gradcheck_l2c.record.code_lines import attribute_read
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.function_sites import functions_before, user_backward_return
+from gradcheck_l2c.record.gradient_gates import Gate
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
 from gradcheck_l2c.record.names import name_variables, variable_name
 from gradcheck_l2c.record.optimizers import OptimizerLog, read_cleared
@@ -69,6 +70,7 @@ class BackwardLog:
         self.cut_off: set[int] = set()  # the keys the latest backward missed through a cut
         # watched key -> the op that takes the leaf, and where it is a user's custom Function, its backward's return
         self.consumers: dict[int, tuple[str, Site | None]] = {}
+        self.gates: dict[int, Gate] = {}  # watched key -> where a user's backward left its input None (`gradient_gates`)
         # watched leaves in the graph of an output autograd.grad differentiated to other inputs with
         # create_graph=True: a loss built from that derivative may rightly not depend on them (a last bias)
         self.under_derivative: set[int] = set()
@@ -116,7 +118,10 @@ class BackwardLog:
                     registry.all[key].got_grad = False
             if missing:  # to blame: a user's Function every path to the leaf goes through, before the op taking it
                 grad_roots = graph.grad_roots([r for r in roots if r.requires_grad])
-                self.consumers.update(functions_before(grad_roots, missing, registry.key_of))
+                for key, (function, returned, gate) in functions_before(grad_roots, missing, registry.key_of).items():
+                    self.consumers[key] = (function, returned)
+                    if gate is not None:
+                        self.gates[key] = gate
         self.arrivals.reached(reached, backwards)
         if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
             Reachability.remember(roots[0], reached)

@@ -2,8 +2,9 @@
 the same step's backward trains, and that died unread and unused (rebound in a loop that never sums it, left behind
 in a function that returned another value), so it trained nothing (``x, _kl = layer(x)`` never added to ``kl``).
 
-A scalar is remembered while it lives (a weak reference: its lifetime stays the script's), with a pre-hook on its
-autograd node that tells whether a backward ran through it. When it dies unread and no backward ran through it, a
+A scalar is remembered while it lives (a weak reference: its lifetime stays the script's); a backward that starts
+while it lives either has it for a root or puts a pre-hook on its node, which tells whether that backward ran through
+it (a loss made and differentiated at every step takes no hook). When it dies unread and no backward ran through it, a
 marker in its node's metadata tells whether the node outlived it (an op took it into a loss) or went with it
 (nothing used it); the backward of its own step judges those, by where that backward's forward began.
 """
@@ -57,8 +58,7 @@ class _Term:
         self.window = window  # the backwards that had ended when it was made: the next one is its own
         self.sequence = sequence_nr(node) or -1  # its node's place in the order autograd made them (-1: unknown)
         self.read = False
-        self.ran = False  # a backward ran through its node (as a root, or summed into a loss): `__call__`
-        node.register_prehook(self)
+        self.ran = False  # a backward ran through its node: as its root, or summed into its loss (`__call__`)
         self.dropped: Site | None = None
         self.returned: str | None = None  # it died as a function returned: the name of the function that made it
         self.late = False  # it died after its own step's backward
@@ -105,6 +105,7 @@ class DroppedTerms:
         self.suspects: set[Site] = set()  # lines whose term was dropped after its own backward, seen too late
         self.inside: set[int] = set()  # the nodes right below this step's dropped terms: no dropped terms of their own
         self._makers: dict[str, bool | None] = {}  # file -> `_passes`
+        self.fresh: list[_Term] = []  # made since the last backward started: it hooks those still alive
 
     def made(self, out: torch.Tensor, whole: bool = False) -> None:
         """``out``, a scalar with history, was just made (the caller's caller called the op; ``whole``: a custom
@@ -133,11 +134,29 @@ class DroppedTerms:
         node = out.grad_fn
         if node is None:
             return
-        try:
-            term = _Term(self, key, node, frame_site(frame), frame.f_code, self.backwards, whole)
-        except RuntimeError:  # a node that takes no hooks (under a functorch transform): nothing to tell of it
-            return
+        term = _Term(self, key, node, frame_site(frame), frame.f_code, self.backwards, whole)
         self.live[key] = (weakref.ref(out, term.died), term)
+        self.fresh.append(term)
+
+    def backward_starts(self, roots: Any) -> None:
+        """A backward is about to run from ``roots`` (a tuple of tensors): a live term it starts from is
+        differentiated; the other live terms made since the last one get a pre-hook on their node, which tells if
+        it runs through them."""
+        fresh, self.fresh = self.fresh, []
+        if not fresh:
+            return
+        starts = {id(root.grad_fn) for root in roots if isinstance(root, torch.Tensor)} if roots else ()
+        for term in fresh:
+            node = term.node
+            if node is None or term.read:
+                continue  # gone, or read: never told
+            if id(node) in starts:
+                term.ran = True
+                continue
+            try:
+                node.register_prehook(term)
+            except RuntimeError:  # a node that takes no hooks: nothing to tell of it
+                term.read = True  # never told, as if read
 
     def read(self, tensor: torch.Tensor) -> None:
         """User code read the values of ``tensor`` (``.item()``, printed, detached, under no_grad): a logged number,
@@ -243,7 +262,7 @@ class DroppedTerms:
         self.live.clear()
         for term in self.dying:
             term.below = ()
-        self.dying, self.waiting = [], []
+        self.dying, self.waiting, self.fresh = [], [], []
 
 
 def _passes(filename: str) -> bool | None:

@@ -21,6 +21,9 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("deepcopy_non_leaf", ("support the deepcopy protocol",)),
     ("numpy_requires_grad", ("Can't call numpy() on Tensor that requires grad",)),
     ("hook_no_grad", ("cannot register a hook on a tensor that doesn't require gradient",)),
+    ("hook_result", ("has changed the size of value", "has changed the type of value",
+                     "has returned an incorrect number of values")),
+    ("retain_grad_no_grad", ("can't retain_grad on Tensor that has requires_grad=False",)),
     ("graphless", ("does not require grad and does not have a grad_fn",)),
     ("requires_grad_non_leaf", ("you can only change requires_grad flags of leaf variables",)),
     ("inplace_multi_view", ("output of a function that returns multiple views",)),
@@ -36,6 +39,7 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 #: The categories an op raises in forward (the others come from a backward or autograd.grad).
 IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad", "hook_no_grad",
+                        "retain_grad_no_grad",
                         "requires_grad_non_leaf", "inplace_multi_view", "out_requires_grad", "resize_requires_grad",
                         "dtype_requires_grad", "inplace_nograd_view", "inplace_function_view", "detach_view"})
 _VIEW_OF = re.compile(r"Output (\d+) of (\w+) is a view")

@@ -12,6 +12,7 @@ import torch
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.code_lines import return_lines
+from gradcheck_l2c.record.gradient_gates import Gate, gate_site
 from gradcheck_l2c.record.locations import USER, Site, frame_kind
 from gradcheck_l2c.record.param_sources import first_return, source_tree
 from gradcheck_l2c.record.torch_internals import function_class
@@ -61,16 +62,17 @@ def user_backward_return(cls: Any) -> Site | None:
     return Site(os.path.abspath(code.co_filename), lines[-1] if lines else code.co_firstlineno)
 
 
-def functions_before(roots: list[Any], keys: set[int], key_of: Any) -> dict[int, tuple[str, Site | None]]:
+def functions_before(roots: list[Any], keys: set[int], key_of: Any) -> dict[int, tuple[str, Site | None, Gate | None]]:
     """For the watched leaves ``keys`` (autograd nodes ``roots`` reach them) that every path from the roots reaches
-    through a user's custom Function: the one nearest them, as (its node's name, the ``return`` of its backward).
-    A backward gave them no gradient, and a user's backward is what can hand out None on the way (torch's own ops
-    between it and the leaf pass a gradient on)."""
+    through a user's custom Function: the one nearest them, as (its node's name, the ``return`` of its backward, the
+    line that left the leaf's input without gradient on a ``.requires_grad`` test, `gradient_gates`). A backward gave
+    them no gradient, and a user's backward is what can hand out None on the way (torch's own ops between it and the
+    leaf pass a gradient on)."""
     def user_function(node: Any) -> bool:
         cls = function_class(node)
         return cls is not None and user_backward_return(cls) is not None
 
-    found: dict[int, tuple[str, Site | None]] = {}
+    found: dict[int, tuple[str, Site | None, Gate | None]] = {}
     behind: list[Any] = [None]  # None for the roots, then each user Function met: walked past in turn, outermost first
     met: set[Any] = set()
     for barrier in behind:  # the list grows as the walks meet Functions further in
@@ -83,10 +85,21 @@ def functions_before(roots: list[Any], keys: set[int], key_of: Any) -> dict[int,
             if key in keys:
                 keys = keys - {key}  # reached on a path without a Function, or past no nearer one
                 if barrier is not None:
-                    found[key] = (type(barrier).__name__, user_backward_return(function_class(barrier)))
+                    cls = function_class(barrier)
+                    edge = _edge_to(barrier, node)
+                    found[key] = (type(barrier).__name__, user_backward_return(cls),
+                                  gate_site(cls, barrier, edge) if edge is not None else None)
         if not keys:
             break
     return found
+
+
+def _edge_to(function: Any, leaf: Any) -> int | None:
+    """Which of a Function node's edges leads to ``leaf`` (its first, walking each in turn)."""
+    for index, (child, _) in enumerate(function.next_functions):
+        if child is not None and any(node is leaf for node in graph.iter_nodes([child], graph.SAFE_WALK)):
+            return index
+    return None
 
 
 def _backward_code(cls: Any) -> Any:

@@ -84,7 +84,7 @@ class Patches:
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
         self._replace(engine_owner, ENGINE_ATTRIBUTE,
                       wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope,
-                                              self.state.origins, self.state.registry))
+                                              self.state.origins, self.state.registry, self.state.terms.dropped))
         self._replace_attribute(torch.Tensor, "backward", wrappers.tensor_backward(self.mode, torch.Tensor.backward))
         self._replace(nn.Parameter, "__new__", staticmethod(wrappers.parameter_new(self.state, nn.Parameter.__new__)))
         self._replace(nn.Module, "__setattr__", wrappers.module_setattr(self.state, nn.Module.__setattr__,

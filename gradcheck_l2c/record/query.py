@@ -121,6 +121,11 @@ class TraceRecord:
         """The autograd node taking a watched leaf in the first graphs, and a user's custom Function's ``return``."""
         return self._backwards.consumers.get(key)
 
+    def gate(self, key: int) -> tuple[Site, str, int] | None:
+        """Where a user's custom backward left a watched leaf's input without gradient on a ``.requires_grad`` test:
+        the line, the tensor tested, the input's position."""
+        return self._backwards.gates.get(key)
+
     def differentiated(self, key: int) -> bool:
         """Whether a ``backward(inputs=...)`` or ``autograd.grad`` was asked for a watched leaf's gradient."""
         return key in self._backwards.differentiated

@@ -59,3 +59,15 @@ def library_owner_made(frame: Any) -> Site | None:
             return Site(os.path.abspath(caller.f_code.co_filename), line) if line is not None else None
         caller = callee if kind == USER else caller
     return None
+
+
+def copy_used(registry: WatchRegistry, watched: Watched | None, nodes: list[Any]) -> dict[str, Any]:
+    """For an input of ``autograd.grad`` that copy.deepcopy copied and the outputs were not computed from, the line
+    that made the copy of its shape they were computed from instead (a model deep-copied for an inner loop)."""
+    if watched is None or not watched.copied:
+        return {}
+    for node in nodes:
+        copy = registry.get(node.variable) if hasattr(node, "variable") else None
+        if copy is not None and copy.key != watched.key and copy.shape == watched.shape and copy.site is not None:
+            return {"copy_made": copy.site}
+    return {}

@@ -79,7 +79,8 @@ PRIVATE_ATTRIBUTES: dict[str, str] = {
                            "torch's layers under one that runs past the mode are called straight only without it",
     "_forward_hooks": "a module's own forward hooks: code that runs inside its call",
     "_forward_pre_hooks": "a module's own forward pre-hooks, likewise",
-    "_backward_hooks": "a module's own backward hooks, likewise",
+    "_backward_hooks": "a module's own backward hooks, likewise; and a tensor's, where a hook PyTorch's error names is "
+                       "looked for",
     "_backward_pre_hooks": "a module's own backward pre-hooks, likewise",
     "_is_view": "whether a tensor is a view: autograd refuses some in-place writes into views",
     "_post_accumulate_grad_hooks": "a tensor's post-accumulate-grad hooks, in the order they run: the tool's runs "
@@ -127,6 +128,17 @@ def hook_tables(module: torch.nn.Module) -> tuple[dict, dict, dict, dict]:
     """A module's own forward and backward hook tables (code that runs inside its call): the same dicts for the
     module's life, unless an attribute assignment replaces one."""
     return module._forward_hooks, module._forward_pre_hooks, module._backward_hooks, module._backward_pre_hooks
+
+
+def tensor_hook_tables(tensor: torch.Tensor) -> tuple[dict, ...]:
+    """A tensor's own gradient hooks and post-accumulate hooks (None until one is registered: left out)."""
+    return tuple(table for table in (tensor._backward_hooks, tensor._post_accumulate_grad_hooks) if table)
+
+
+def global_backward_hook_tables() -> tuple[dict, dict]:
+    """The backward hooks and pre-hooks registered for every module (``register_module_full_backward_hook``)."""
+    hooks = torch.nn.modules.module
+    return hooks._global_backward_hooks, hooks._global_backward_pre_hooks
 
 
 def global_forward_hooks() -> bool:

@@ -15,6 +15,8 @@ from torch import nn
 from torch.overrides import has_torch_function_unary
 
 from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
+from gradcheck_l2c.record.dropped_terms import DroppedTerms
+from gradcheck_l2c.record.gradient_gates import note_tensor_args
 from gradcheck_l2c.record.locations import (
     USER,
     asked_at,
@@ -164,6 +166,7 @@ def function_apply(state: TraceState, original: Any) -> Callable[..., Any]:
             scope.custom_forwards.pop()
         if used:
             state.cuts.function_ran(cls, args, used)
+        note_tensor_args(out, args)
         if type(out) is torch.Tensor and out.requires_grad:  # its one output: discarded, it is a dropped term
             state.terms.dropped.made(out, whole=True)
         return out
@@ -234,11 +237,13 @@ class CountingEngine:
     not cover, tells the trace which graph each of its own passes freed, and otherwise forwards
     everything unchanged."""
 
-    def __init__(self, engine: Any, scope: Scope, origins: Origins, registry: WatchRegistry) -> None:
+    def __init__(self, engine: Any, scope: Scope, origins: Origins, registry: WatchRegistry,
+                 terms: DroppedTerms) -> None:
         self._engine = engine
         self._scope = scope
         self._origins = origins  # told, in the traced thread, of each backward before it runs and once it returned
         self._registry = registry  # as are the leaves whose gradient is read from .grad (`arrival_hooks`)
+        self._terms = terms  # and the live scalars that may be loss terms, before it runs
 
     def run_backward(self, *args: Any, **kwargs: Any) -> Any:
         scope = self._scope
@@ -247,9 +252,12 @@ class CountingEngine:
                 scope.untraced_backward(threading.current_thread().name, user_site(1))
                 return run_elsewhere(self._registry, lambda: self._engine.run_backward(*args, **kwargs))
             return self._engine.run_backward(*args, **kwargs)
-        freeing = self._origins.backward_starts(args[0] if args else kwargs.get("tensors"),
-                                                bool(args[2] if len(args) > 2 else kwargs.get("keep_graph", False)))
+        roots = args[0] if args else kwargs.get("tensors")
+        keep_graph = bool(args[2] if len(args) > 2 else kwargs.get("keep_graph", False))
+        freeing = self._origins.backward_starts(roots, keep_graph)
         backward_starts(self._registry)
+        if self._terms.fresh:
+            self._terms.backward_starts(roots)
         try:
             out = self._engine.run_backward(*args, **kwargs)
         finally:

@@ -24,6 +24,7 @@ def test_a_failing_cell_shows_the_report_then_raises_its_exception(capsys):
 
     ip = globalipapp.start_ipython() or globalipapp.get_ipython()  # the one shell of the session
     ip.run_line_magic("load_ext", "gradcheck_l2c")
+    ip.run_line_magic("reset", "-f")  # the tensors another test file's cells left in the shared shell
     result = ip.run_cell("%%gradcheck\nimport torch\nw = torch.ones(3, requires_grad=True)\n"
                          "torch.tensor(w.sum().item(), requires_grad=True).backward()\n"
                          "raise ValueError('the cell failed')\n")

@@ -17,7 +17,10 @@ https://github.com/VinAIResearch/PSENet-Image-Enhancement/issues/1 (loss.backwar
 for an in-place write into one of several views an op returned (unbind, chunk, split), refused in forward:
 b11_adversarial_deepfakes_normalize_inplace_per_channel, b11_unsupdis_homography_eps_clamp_on_chunk_view; for the
 other refusals in forward (out=, resize_, requires_grad on integers, views from no_grad or from a custom Function,
-detach_ of a view), the words of torch's own messages, and b12_dig_spherenet_freq_arange_out_leaf.
+detach_ of a view, retain_grad on a value without history), the words of torch's own messages, and
+b12_dig_spherenet_freq_arange_out_leaf, b31a_l2l_lstm_optimizer_retain_grad_sgd_update; for a hook that returned
+gradients of another shape: b31c_fa_layers_linear_hook_bias_false_grad_input_slot; for autograd.grad asked for a model's
+weights after a deep copy of it ran: b31a_maml_sines_deepcopy_inner_model.
 """
 from __future__ import annotations
 
@@ -547,6 +550,53 @@ for step in range(2):
                 layer.weight.register_hook(lambda grad: grad * 0.5)
         F.cross_entropy(model(x), y).backward()
         """),
+    # MAML's inner loop run on a deep copy of the model, differentiated for the original's weights
+    "unused_input_deepcopy": ("""
+        model = nn.Linear(4, 3)
+        weights = list(model.parameters())
+        inner = copy.deepcopy(model)  # <- autograd_error
+        loss = F.cross_entropy(inner(x), y)
+        torch.autograd.grad(loss, weights)  # <- symptom
+        """, """
+        model = nn.Linear(4, 3)
+        weights = dict(model.named_parameters())
+        loss = F.cross_entropy(torch.func.functional_call(model, weights, (x,)), y)
+        torch.autograd.grad(loss, list(weights.values()))
+        """),
+    # a gradient-replacing hook that swaps a slot the layer has only with a bias (feedback alignment, bias=False)
+    "hook_result": ("""
+        def feedback(module, grad_input, grad_output):
+            if grad_input[1] is not None:
+                return (grad_input[0], grad_output[0] @ module.weight) + grad_input[2:]  # <- autograd_error
+
+        layer = nn.Linear(4, 3, bias=False)
+        layer.register_backward_hook(feedback)
+        F.cross_entropy(layer(x), y).backward()  # <- symptom
+        """, """
+        def feedback(module, grad_input, grad_output):
+            if grad_input[0] is not None:
+                return (grad_output[0] @ module.weight,) + grad_input[1:]
+
+        layer = nn.Linear(4, 3, bias=False)
+        layer.register_full_backward_hook(feedback)
+        F.cross_entropy(layer(x.requires_grad_()), y).backward()
+        """),
+    # retain_grad() on an update computed from a detached gradient (a learned optimizer's loop run with plain SGD)
+    "retain_grad_no_grad": ("""
+        w = torch.randn(4, requires_grad=True)
+        (w * x).sum().backward()
+        update = -0.1 * w.grad.detach()
+        w2 = w + update
+        update.retain_grad()  # <- autograd_error
+        """, """
+        w = torch.randn(4, requires_grad=True)
+        (w * x).sum().backward()
+        update = -0.1 * w.grad.detach()
+        w2 = w + update
+        if update.requires_grad:
+            update.retain_grad()
+        (w2 * x).sum().backward()
+        """),
     "deepcopy_non_leaf": ("""
         class Net(nn.Module):
             def __init__(self):
@@ -900,7 +950,9 @@ def test_the_fix_fits_the_category(snippet):
              "function_backward": "one value per input of forward", "deepcopy_non_leaf": ".detach()",
              "unused_input": "allow_unused=True", "input_no_grad": "requires_grad",
              "function_no_backward": "backward(ctx, *grads)", "numpy_requires_grad": ".item()",
-             "hook_no_grad": "requires_grad", "inplace_multi_view": "out of place"}
+             "hook_no_grad": "requires_grad", "inplace_multi_view": "out of place",
+             "retain_grad_no_grad": "if t.requires_grad", "hook_result": "slot by slot",
+             "unused_input_deepcopy": "functional_call"}
     for name, words in cases.items():
         _, t, _ = traced(snippet, CASES[name][0])
         (finding,) = [f for f in t.findings if f.kind == "autograd_error"]

@@ -103,3 +103,42 @@ for step in range(2):
     opt2.step()
 """)
     assert [f for f in loud(found) if f[3] not in ("block.weight", "block.bias")] == []
+
+
+GATED = """
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, factor, h, w):
+        flat = h.reshape(-1, h.size(-1))  # a copy of the non-contiguous input, made with gradients off
+        ctx.save_for_backward(flat, w)
+        ctx.shape = h.shape
+        return (flat @ w * factor).view(*h.shape[:-1], w.size(1))
+
+    @staticmethod
+    def backward(ctx, grad):
+        flat, w = ctx.saved_tensors
+        dh = (grad.reshape(-1, grad.size(-1)) @ w.t()).view(ctx.shape) if TEST else None  # <- gate
+        dw = flat.t() @ grad.reshape(-1, grad.size(-1)) if ctx.needs_input_grad[2] else None
+        return None, dh, dw
+
+
+w = nn.Parameter(torch.randn(4, 4))
+opt.add_param_group({"params": [w]})
+for step in range(2):
+    h = block(embed(ids).unsqueeze(1).expand(8, 3, 4))[:, 1:]
+    loss = F.mse_loss(head(Scale.apply(2.0, h, w)).mean(1), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_custom_backward_that_tests_a_saved_copy_s_requires_grad_is_named_at_the_test(snippet):
+    """VeOmni #1017 (b31c_veomni_chunk_logprobs_dhidden_gated_on_copy): the backward returns None for the input
+    unless the copy its forward saved requires grad, which a copy made in forward never does."""
+    script, found = run(snippet, GATED.replace("TEST", "flat.requires_grad"))
+    assert {(kind, line) for kind, _, line, _ in loud(found)} == {("non_differentiable", script.line("gate"))}, \
+        loud(found)
+    assert "ctx.needs_input_grad[1]" in found[0].fix and "flat.requires_grad" in found[0].fix  # after the number
+    script, found = run(snippet, GATED.replace("TEST", "ctx.needs_input_grad[1]"))
+    assert loud(found) == []

@@ -139,3 +139,27 @@ def test_a_value_switched_to_requires_grad_in_forward_or_differentiated_there_is
     derivative = "terms = terms + torch.autograd.grad(weights.pow(3).sum(), weights, create_graph=True)[0]"
     script, found = optimizer_findings(snippet, FORWARD.replace("LATER", "False").replace("DERIVATIVE", derivative))
     assert found == []
+
+
+PROBED = """
+probe = torch.zeros(4, 8, requires_grad=True)  # <- probe
+print("loss at zero weights:", ((torch.tanh(x @ probe + b1) @ w2 - y) ** 2).mean().item())
+opt = torch.optim.SGD([w1, b1, w2], lr=0.01)
+for step in range(3):
+    loss = ((torch.tanh(x @ w1 + b1) @ w2 - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+READ
+"""
+
+
+def test_a_leaf_made_to_evaluate_a_loss_at_chosen_values_is_silent_unless_its_gradient_is_read(snippet):
+    """functorch #904 (b31a_functorch_regularizer_weights_plain_list): zero weights made with requires_grad=True to
+    evaluate the loss there, never differentiated, while an optimizer trains the others, are no weights left out. Read
+    ``.grad`` of it, and its gradient was wanted: it never took part in a loss."""
+    script = snippet(PRELUDE + PROBED.replace("READ", ""))
+    assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []
+    script = snippet(PRELUDE + PROBED.replace("READ", "print(probe.grad)"))
+    found = [(f.kind, f.line) for f in script.run().findings if f.severity == "error"]
+    assert found == [("unused_parameter", script.line("probe"))], found

@@ -168,6 +168,13 @@ def _inference(fact: AutogradError, name: str, call: str, said: str) -> tuple[st
 def _unused_input(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     output = fact.detail.get("output")
     output = "the outputs were" if output in ("backward()", None) else f"`{output}` was"
+    if "copy_made" in fact.detail:
+        return (f"torch.autograd.grad{call} was asked for the gradient of {name}, but {output} computed from a copy "
+                f"of it that copy.deepcopy made here: a deep copy's parameters are new leaves, with no path back to "
+                f"the originals{said}.",
+                "compute the outputs from the original tensors (run the model on them with "
+                "torch.func.functional_call(model, params, inputs), keeping the inner steps' results in a dict), or "
+                "ask for the copy's gradients and apply them to the original (a first-order update).")
     return (f"torch.autograd.grad was asked for the gradient of {name}, which {output} not computed from "
             f"(no path in their graph leads to it){said}.",
             "pass the tensor the outputs were computed from (not a copy, nor a tensor rebound after the forward), "
@@ -227,6 +234,21 @@ def _hook_no_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple
             f"refused the hook{said}.",
             "register gradient hooks only on tensors that require grad (`if param.requires_grad:`), or unfreeze "
             "the parameter before registering its hook.")
+
+
+def _hook_result(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    what = {"size": "a gradient of another shape than", "type": "a gradient of another dtype or device than",
+            "count": "another number of gradients than"}[fact.detail.get("changed", "size")]
+    return (f"the hook {fact.detail.get('hook', '')} returns {what} what it replaces, so backward(){call} failed{said}.",
+            "return what the hook receives, slot by slot, changing only values (a layer without bias has no slot "
+            "for it), or use register_full_backward_hook, whose grad_input holds only the inputs' gradients.")
+
+
+def _retain_grad_no_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"retain_grad() was called on {name}, which does not require grad (computed only from values without "
+            f"gradient history: detached, made under no_grad, or never requiring grad), so PyTorch refused it{said}.",
+            "call retain_grad() only where the value requires grad (`if t.requires_grad: t.retain_grad()`), or "
+            "compute it from tensors that require grad if its gradient is wanted.")
 
 
 def _deepcopy(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
@@ -361,7 +383,8 @@ _WORDING = {
     "freed_graph": freed_graph_words, "non_scalar_root": _non_scalar, "inplace_leaf": _inplace_leaf,
     "inference_saved": _inference, "unused_input": _unused_input, "input_no_grad": _input_no_grad,
     "function_backward": _function_backward, "function_no_backward": _no_backward,
-    "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
+    "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad,
+    "retain_grad_no_grad": _retain_grad_no_grad, "hook_result": _hook_result, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
     "requires_grad_non_leaf": _requires_grad_non_leaf, "inplace_multi_view": _multi_view,
     "out_requires_grad": _out_requires_grad, "resize_requires_grad": _resize_requires_grad,

@@ -26,6 +26,8 @@ def scan(run) -> list[Finding]:
         expected = run.expected(watched)
         if not run.expected_or_optimized(watched) or watched.born >= record.backwards:
             continue  # not meant to learn, or no backward ran since it was made
+        if run.probe(watched):
+            continue  # made with requires_grad=True to evaluate, never differentiated, while optimizers train others
         site = _unused_module_site(run, watched, families) or record.defined_at(watched)
         consumer, returned = record.consumer(watched.key) or (None, None)
         if consumer == COMPILED_NODE:
@@ -36,6 +38,19 @@ def scan(run) -> list[Finding]:
                 "sight.",
                 'find the cut\'s line by tracing with torch.compile(..., backend="eager") or without torch.compile, '
                 "then remove it.",
+            ))
+            continue
+        gate = record.gate(watched.key) if consumer is not None else None
+        if gate is not None:
+            line, tested, position = gate
+            found.append(run.finding(  # a user's Function's backward skipped it on a requires_grad test
+                "non_differentiable", "error" if expected else "warning", watched.name, line,
+                f"{watched.name} is in the loss's graph, but {consumer} passed it no gradient: its backward leaves the "
+                f"gradient of input {position} None here unless {tested}.requires_grad, and a tensor made in forward "
+                "(which runs with gradients off: a reshape's copy, a cast) never requires grad, whatever its input "
+                "did.",
+                f"test ctx.needs_input_grad[{position}] instead of {tested}.requires_grad.",
+                related={"defined": site, "symptom": watched.grad_read},
             ))
             continue
         if consumer is not None:

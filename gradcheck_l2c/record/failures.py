@@ -15,7 +15,7 @@ from gradcheck_l2c.record.locations import Site, user_frame, user_site, user_sta
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.optimizers import OptimizerLog, OptimizerRecord
 from gradcheck_l2c.record.taint import Taint, TaintStore
-from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, version
+from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, sequence_nr, version
 from gradcheck_l2c.record.watch import WatchRegistry
 from gradcheck_l2c.record.writes import WriteLog
 
@@ -89,7 +89,7 @@ class FailureRecorder:
         stale = int(match["version"])
         # several writes since it was saved: the first one (the version after the expected one) is the change
         first = int(match["expected"]) + 1 if match["expected"] is not None else stale
-        saver, pairs, near = _stale_saved(roots)
+        saver, pairs, near = _stale_saved(roots, shape, stale)
         saver_name = type(saver).__name__ if saver is not None else "an operation"
         saver_site = graph.node_site(saver)
         symptom = user_site(2)
@@ -199,11 +199,13 @@ def _optimizer_name(record: OptimizerRecord) -> str:
     return record.name
 
 
-def _stale_saved(roots: list[torch.Tensor]) -> tuple[Any, list[tuple[tuple[int, ...], int]], set[int]]:
-    """The first node whose saved tensor is stale (reading it raises the same error), the shape and version of every
-    stale tensor the graph saved, and the ids of the leaves those nodes take (directly or through a transpose or
-    view: a linear layer saves its weight's transpose)."""
-    saver, stale, near = None, [], set()
+def _stale_saved(roots: list[torch.Tensor], shape: tuple[int, ...],
+                 version: int) -> tuple[Any, list[tuple[tuple[int, ...], int]], set[int]]:
+    """The node whose saved tensor is stale with the ``shape`` and ``version`` of the error, the latest made of such
+    (several writes into saved tensors: the one the engine met first), else the first stale one; the shape and version of every stale tensor the
+    graph saved, and the ids of the leaves those nodes take (directly or through a transpose or view: a linear layer
+    saves its weight's transpose)."""
+    saver, first, stale, near = None, None, [], set()
     for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
         for attr in dir(node):
             if not attr.startswith(SAVED_PREFIX):
@@ -213,11 +215,18 @@ def _stale_saved(roots: list[torch.Tensor]) -> tuple[Any, list[tuple[tuple[int, 
             except RuntimeError as error:
                 match = _MESSAGE.search(str(error)) if "modified by an inplace operation" in str(error) else None
                 if match is not None:
-                    saver = saver or node
-                    stale.append((tuple(int(s) for s in match["shape"].replace(" ", "").split(",") if s),
-                                  int(match["version"])))
+                    found = (tuple(int(s) for s in match["shape"].replace(" ", "").split(",") if s),
+                             int(match["version"]))
+                    first = first or node
+                    if found == (shape, version) and (saver is None or _made_after(node, saver)):
+                        saver = node  # the engine runs the newest ready node first: the latest made of them
+                    stale.append(found)
                     near |= _input_leaves(node)
-    return saver, stale, near
+    return saver or first, stale, near
+
+
+def _made_after(node: Any, other: Any) -> bool:
+    return (sequence_nr(node) or -1) > (sequence_nr(other) or -1)
 
 
 def _input_leaves(node: Any) -> set[int]:

@@ -138,8 +138,8 @@ class Interceptor(TorchFunctionMode):
         # ``requires_grad=True``, a new leaf to watch
         if plain and not any(self.carrying) and not self.origins.recording:
             if not _is_grad_enabled():
-                if not requires_grad_in(args, kwargs):  # gradients off, and no input needs one: nothing is cut
-                    return out
+                if not requires_grad_in(args, kwargs) and not (kwargs and kwargs.get("requires_grad") is True):
+                    return out  # gradients off, no input needs one, and no leaf asked to: nothing is cut
             elif type(out) is not Tensor:
                 if not kwargs and not isinstance(out, tuple):  # a size, a count, a flag
                     return out
@@ -166,6 +166,8 @@ class Interceptor(TorchFunctionMode):
             self.writes.check_snapshots(func, args)
         taints = self.taints
         if not _is_grad_enabled():  # an op on inputs that need no gradient records nothing here
+            if kwargs and kwargs.get("requires_grad") is True and type(out) is Tensor and out.requires_grad:
+                self._watch_made_leaf(out)  # a leaf asked for under no_grad: what uses it there is cut
             if requires_grad_in(args, kwargs):
                 self.noted += 1
                 if self.dropped.live:  # a metric computed under no_grad (losses stacked to log) reads them

@@ -1232,3 +1232,23 @@ def test_a_backward_from_a_leaf_under_inference_mode_or_no_grad_runs_as_without_
     """)
     assert error is None, repr(error)
     assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == [("no_grad", script.line("no_grad"))] * 2
+
+
+@pytest.mark.parametrize("second", ["same shape", "other shape"])
+def test_of_several_writes_into_saved_tensors_the_one_the_engine_met_is_named(snippet, second):
+    """Two layers' ReLU outputs, each divided in place (EfficientDet's BiFPN weights, UNet's residual `x += skip`):
+    both saved tensors are stale, and backward fails at the later one, whose shape PyTorch's message gives; of two
+    of one shape, the later made (the engine runs the newest node first). That write is named, not the first."""
+    shape = "3, 4" if second == "same shape" else "4, 4"
+    script, t, error = traced(snippet, f"""
+    w1 = nn.Parameter(torch.rand(3, 4))
+    w2 = nn.Parameter(torch.rand({shape}))
+    a = torch.relu(w1)
+    a /= a.sum(0) + 1e-4
+    b = torch.relu(w2)
+    b /= b.sum(0) + 1e-4  # <- inplace_saved
+    (b.sum() + a.sum()).backward()
+    """)
+    assert error is not None and "modified by an inplace operation" in str(error)
+    assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
+        [("inplace_saved", script.line("inplace_saved"))]

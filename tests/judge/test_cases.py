@@ -503,9 +503,26 @@ KNOWN_MISSES: dict[str, str] = {
     "b31e_tucker_relation_embedding_padding_idx":
         "first pass: nothing: one row of the embedding table (padding_idx=0, a real relation) gets no gradient while "
         "the rest of the table learns; the tool judges whole tensors",
+    # Batch 32, first pass 4 of 11 on 73047f4 (tests/cases/README.md): what the tool says instead.
+    "b32a_refinenet_rcu_outputs_dropped":
+        "first pass: unused_parameter at the residual conv units' layers (:24, :25), where the corpus names a module "
+        "whose output nothing used; the case names the forward's loop line that rebinds the unit's output and drops "
+        "it (:84)",
+    "b32b_gpt2_freeze_transformer_freezes_tied_lm_head":
+        "first pass: autograd_error e :60, the loop that froze the transformer and with it the tied LM head (the "
+        "rule's line for a loss without graph after every parameter was frozen); the case names the config that ties "
+        "the head to the embedding (:56)",
+    "b32f_slime_moe_noise_uses_w_gate":
+        "first pass: unused_parameter e :34, where w_noise is made (the corpus's line for an unused parameter); the "
+        "case names the line that uses w_gate in its place (:45)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
+    # Batch 32, first pass.
+    "b32f_slime_moe_noise_uses_w_gate":
+        "non_differentiable e :40 and optimizer w :69: the report's gate computes its load-balancing `load` with "
+        "`(gates > 0).sum(0)`, which passes no gradient (true of the report's code), and makes its zeros with "
+        "requires_grad=True at every call",
     # Batch 31, first pass.
     "b31a_functorch_regularizer_weights_plain_list":
         "detach e :46: the module's own weights, whose .grad the script prints to show it stays None, are copied "

@@ -1011,3 +1011,32 @@ def test_gradients_a_helper_switched_off_for_good_are_named_at_its_call(snippet,
     """))
     found = {(f.kind, f.line) for f in problems(script.run())}
     assert found == ({("no_grad", script.line("off"))} if not after else set())
+
+
+def test_a_leaf_made_under_a_caller_s_no_grad_is_watched_and_that_block_named(snippet):
+    """SONIC in ComfyUI (b32c_sonic_noise_optimisation_under_host_no_grad): a host runs the script's function under
+    `torch.no_grad()`, and the noise it optimises, made there with requires_grad=True, still requires grad; every op
+    on it records nothing, and the backward fails. Named at the host's call inside the block, not at the model the
+    script froze on purpose."""
+    script = snippet("""
+import torch
+from torch import nn
+
+def fit(model, target):
+    noise = torch.randn(1, 4, requires_grad=True)
+    opt = torch.optim.Adam([noise], lr=0.1)
+    for _ in range(2):
+        loss = ((model(noise) - target) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+model = nn.Linear(4, 4).requires_grad_(False)
+try:
+    with torch.no_grad():
+        fit(model, torch.ones(1, 4))  # <- call
+except RuntimeError as error:
+    print(error)
+""")
+    found = [(f.kind, f.line) for f in script.run().findings if f.severity == "error"]
+    assert found == [("no_grad", script.line("call"))], found

@@ -24,8 +24,8 @@ class RecurrentLinearAttention(nn.Module):
             Zi = x.new_zeros((N, self.heads, self.d))
         else:
             Si, Zi = state
-        Zi += K  # <- inplace_saved
-        Si += torch.einsum("nhd,nhm->nhdm", K, value)
+        Zi += K
+        Si += torch.einsum("nhd,nhm->nhdm", K, value)  # <- inplace_saved
         Z = 1.0 / (torch.einsum("nhd,nhd->nh", Q, Zi) + 1e-6)
         V = torch.einsum("nhd,nhdm,nh->nhm", Q, Si, Z)
         return self.out(V.reshape(N, -1)), [Si, Zi]

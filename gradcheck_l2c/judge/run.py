@@ -88,8 +88,7 @@ class Run:
     def probe(self, watched: Watched) -> bool:
         """A tensor the script made with requires_grad=True, whose gradient nobody read and that no optimizer holds,
         while optimizers hold others: evaluated (a loss at chosen values, printed), not trained."""
-        return (_bare_leaf(self, watched) and watched.grad_read is None and bool(self.record.optimizers)
-                and bool(self.optimized))
+        return _bare_leaf(self, watched) and watched.grad_read is None and bool(self.optimized)
 
     def optimized_param(self, watched: Watched) -> bool:
         """The tensor sits in an optimizer: someone meant it to learn."""

@@ -202,9 +202,9 @@ def _optimizer_name(record: OptimizerRecord) -> str:
 def _stale_saved(roots: list[torch.Tensor], shape: tuple[int, ...],
                  version: int) -> tuple[Any, list[tuple[tuple[int, ...], int]], set[int]]:
     """The node whose saved tensor is stale with the ``shape`` and ``version`` of the error, the latest made of such
-    (several writes into saved tensors: the one the engine met first), else the first stale one; the shape and version of every stale tensor the
-    graph saved, and the ids of the leaves those nodes take (directly or through a transpose or view: a linear layer
-    saves its weight's transpose)."""
+    (of several writes into saved tensors, the one the engine met first), else the first stale one; the shape and
+    version of every stale tensor the graph saved; and the ids of the leaves those nodes take (directly or through a
+    transpose or view: a linear layer saves its weight's transpose)."""
     saver, first, stale, near = None, None, [], set()
     for node in graph.iter_nodes(graph.grad_roots([r for r in roots if r.requires_grad]), graph.SAFE_WALK):
         for attr in dir(node):

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record.locations import USER, Site, frame_kind
-from gradcheck_l2c.record.param_sources import source_tree
+from gradcheck_l2c.record.param_sources import function_node
 
 #: node metadata: the positions of a custom Function's tensor arguments among all of ``apply``'s (its node's edges
 #: follow them in order; other arguments have none)
@@ -31,14 +31,15 @@ def note_tensor_args(out: Any, args: tuple) -> None:
 
 def gate_site(cls: Any, node: Any, edge: int) -> Gate | None:
     """For the input of ``cls``'s node (``node``) reached through its ``edge``-th edge: the line of its backward that
-    binds the returned gradient to None unless a ``.requires_grad`` holds, the tensor tested, and the input's position."""
+    binds the returned gradient to None unless a ``.requires_grad`` holds, the tensor tested, and the input's
+    position."""
     positions = node.metadata.get(TENSOR_ARGS) if hasattr(node, "metadata") else None
     position = positions[edge] if positions is not None and edge < len(positions) else edge
     backward = cls.backward
     code = getattr(getattr(backward, "__func__", backward), "__code__", None)
     if code is None or frame_kind(code.co_filename) != USER:
         return None
-    function = _function(code)
+    function = function_node(code)
     returns = [r for r in ast.walk(function) if isinstance(r, ast.Return) and r.value is not None] if function else []
     if not returns:
         return None
@@ -50,16 +51,7 @@ def gate_site(cls: Any, node: Any, edge: int) -> Gate | None:
     return (Site(os.path.abspath(code.co_filename), found[0]), found[1], position) if found else None
 
 
-def _function(code: Any) -> ast.FunctionDef | None:
-    tree = source_tree(code.co_filename)
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.FunctionDef) and node.name == code.co_name and code.co_firstlineno in (
-                node.lineno, *(d.lineno for d in node.decorator_list)):
-            return node
-    return None
-
-
-def _gate(function: ast.FunctionDef, name: str) -> tuple[int, str] | None:
+def _gate(function: ast.AST, name: str) -> tuple[int, str] | None:
     """The first binding of ``name`` that leaves it None unless a ``.requires_grad`` test holds: ``g = ... if
     t.requires_grad else None``, or an ``if t.requires_grad:`` that binds it (after ``g = None``)."""
     for node in ast.walk(function):
@@ -84,7 +76,8 @@ def _is_none(node: ast.AST) -> bool:
 
 
 def _tested(test: ast.AST) -> str | None:
-    """The tensor whose ``.requires_grad`` the test reads (``h.requires_grad``, ``not x.requires_grad``), by its text."""
+    """The tensor whose ``.requires_grad`` the test reads (``h.requires_grad``, ``not x.requires_grad``), as
+    written."""
     for node in ast.walk(test):
         if isinstance(node, ast.Attribute) and node.attr == "requires_grad":
             return ast.unparse(node.value)

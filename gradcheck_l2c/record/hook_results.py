@@ -19,7 +19,8 @@ _NAMED = re.compile(r"hook '([^']+)' has (changed the (size|type) of value|retur
 
 def hook_result_site(registry: WatchRegistry, text: str) -> tuple[Site | None, dict[str, Any]]:
     """Where the hook PyTorch's message names returns a value (else its definition), and what it changed (``size``,
-    ``type`` or ``count``); no site when no user function of that name hooks a watched tensor or a module holding one."""
+    ``type`` or ``count``); no site when no user function of that name hooks a watched tensor or a module holding
+    one."""
     match = _NAMED.search(text)
     if match is None:
         return None, {}

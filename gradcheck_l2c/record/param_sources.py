@@ -361,12 +361,18 @@ def _only_return(function: Any) -> tuple[str, ast.AST, ast.Return] | None:
     code = getattr(function, "__code__", None)
     if code is None or frame_kind(code.co_filename) != USER:
         return None
-    tree = source_tree(code.co_filename)
-    if tree is None:
+    node = function_node(code)
+    if node is None:
         return None
-    for node in ast.walk(tree):
+    returns = [r for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
+    return (code.co_filename, node, returns[0]) if len(returns) == 1 else None
+
+
+def function_node(code: Any) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The syntax node of the ``def`` whose code is ``code`` (found by its name and its line, or a decorator's)."""
+    tree = source_tree(code.co_filename)
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name \
                 and code.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list)):
-            returns = [r for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
-            return (code.co_filename, node, returns[0]) if len(returns) == 1 else None
+            return node
     return None

@@ -113,8 +113,10 @@ class TraceState:
         try:
             fact = record()
             note = self._word_failure(fact) if fact is not None and self._word_failure is not None else None
-        except Exception:  # a fact the tool could not take must never replace the script's own error
-            return
+        except Exception as internal:  # a fact the tool could not take must never replace the script's own error,
+            # nor be lost without a word: the reader learns the error went unexplained, and why
+            note = (f"gradcheck-l2c: could not explain this error (the tool's own {type(internal).__name__}: "
+                    f"{internal}); please report it with this traceback")
         if note and note not in getattr(error, "__notes__", ()):
             error.add_note(note)
 

@@ -1252,3 +1252,22 @@ def test_of_several_writes_into_saved_tensors_the_one_the_engine_met_is_named(sn
     assert error is not None and "modified by an inplace operation" in str(error)
     assert [(f.kind, f.line) for f in t.findings if f.severity == "error"] == \
         [("inplace_saved", script.line("inplace_saved"))]
+
+
+def test_an_error_the_tool_fails_to_explain_says_so_and_propagates_unchanged(snippet, monkeypatch, one_torch_thread):
+    """The tool's own failure while it explains autograd's error is told on that error (not lost without a word);
+    the script's error, its type and message, is what propagates."""
+    from gradcheck_l2c.record.autograd_errors import ErrorRecorder
+
+    def broken(*_args, **_kwargs):
+        raise KeyError("stack frame")
+
+    monkeypatch.setattr(ErrorRecorder, "op", broken)
+    script, t, error = traced(snippet, """
+        w = torch.randn(4, 3, requires_grad=True)
+        w += 1  # a leaf that requires grad written in place: autograd refuses
+    """)
+    assert isinstance(error, RuntimeError) and "leaf Variable that requires grad" in str(error)
+    assert getattr(error, "__notes__", []) == [
+        "gradcheck-l2c: could not explain this error (the tool's own KeyError: 'stack frame'); "
+        "please report it with this traceback"]

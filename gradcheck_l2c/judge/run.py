@@ -9,6 +9,7 @@ from typing import Any
 
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.judge.grad_stats import layer_gradients
+from gradcheck_l2c.judge.leaf_backward import leaf_backward_finding
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.judge.symptoms import with_symptoms
 from gradcheck_l2c.judge.zero_gradients import zero_gradient_findings
@@ -228,6 +229,10 @@ def judge(record: TraceRecord) -> Verdict:
             continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if _bare_leaf(run, watched) and watched.grad_read is None and run.last_of_a_loop(watched):
             continue  # its values may go on (an adversarial batch, detached), its gradient was never wanted
+        leaf = leaf_backward_finding(run, watched)
+        if leaf is not None:  # its optimizer's gradients came from a backward of a leaf: no loss used it
+            run.findings.append(leaf)
+            continue
         symptom = run.symptom(watched)
         chains = record.missed(watched.key)
         if chains and _bare_leaf(run, watched):  # a leaf re-made from its own values (PGD's next step) on purpose

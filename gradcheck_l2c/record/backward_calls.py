@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from gradcheck_l2c.record.events import LEAF_BACKWARD
 from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, user_site, user_stack_sites
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import run_backward
@@ -20,6 +21,11 @@ def on_backward(mode: Any, func, args, kwargs):
     state = mode.state
     site, path = user_stack_sites(1)  # read before the engine's work evicts the interpreter's caches
     state.origins.called_from = site, path  # the same walk tells the engine's stand-in where it is called
+    for root in roots:
+        if root.grad_fn is None and root.requires_grad:  # ``param.backward(g)``: no graph behind it, only .grad set
+            key = state.registry.key_of(root)
+            if key is not None:
+                state.events.record("unused_parameter", key, site, LEAF_BACKWARD)
     if mode.left_for_numpy:
         mode.cuts.numpy_exits.backward_starts()
     try:

@@ -7,6 +7,10 @@ from typing import Any, TypedDict
 
 from gradcheck_l2c.record.locations import Site
 
+#: The detail of the ``unused_parameter`` event a backward started from a watched leaf records (``param.backward(g)``:
+#: no graph behind it); the judge's `leaf_backward` names it for the tensors an optimizer holds beside that leaf.
+LEAF_BACKWARD = "backward() on a leaf"
+
 
 class EventExtra(TypedDict, total=False):
     """The facts some kinds of event carry besides their place and operation, given when recorded."""

@@ -17,6 +17,7 @@ from torch.overrides import has_torch_function_unary
 from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
 from gradcheck_l2c.record.dropped_terms import DroppedTerms
 from gradcheck_l2c.record.gradient_gates import note_tensor_args
+from gradcheck_l2c.record.hidden_inputs import entry_site, hidden_tensors
 from gradcheck_l2c.record.locations import (
     USER,
     asked_at,
@@ -54,10 +55,11 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
                               state.clock.optimizers, built, built is not None and binds_name(built))
             if caller_is_user(1):  # written by the user, not made inside a torch layer
                 wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None
-                if wrapped is not None:  # nn.Parameter(torch.ones(..., requires_grad=True)): same values, no cut
-                    wrapped.replaced = True
+                if wrapped is not None and param.requires_grad:  # nn.Parameter(torch.ones(..., requires_grad=True)):
+                    wrapped.replaced = True  # same values, no cut (with requires_grad=False: a copy that cuts it)
                 elif isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
-                    state.cuts.reenter("new_parameter", "nn.Parameter()", [data], [param], site=site)
+                    state.cuts.reenter("new_parameter", "nn.Parameter()" if requires_grad else
+                                       "nn.Parameter(requires_grad=False)", [data], [param], site=site)
                 state.registry.watch_leaf(param, site, user_leaf=True)  # made with requires_grad=False: not watched
                 watched = state.registry.get(param)
                 state.unregistered.made_by(watched and watched.key, constructing_module(sys._getframe(1)))
@@ -151,10 +153,15 @@ def module_setattr(state: TraceState, original: Callable[..., Any],
 
 def function_apply(state: TraceState, original: Any) -> Callable[..., Any]:
     """``autograd.Function.apply``: a custom Function's forward runs without grad by design, which is no cut;
-    the watched leaves it used without taking them as inputs are (`CutRecorder.function_ran`)."""
+    the watched leaves it used without taking them as inputs are (`CutRecorder.function_ran`), and so are the values
+    with history handed to it inside another argument (`hidden_inputs`)."""
     def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
         if not state.scope.in_trace_thread():
             return original.__get__(None, cls)(*args, **kwargs)
+        hidden = hidden_tensors(args, kwargs)
+        if hidden:
+            state.cuts.cut("non_differentiable", f"{cls.__name__}.apply()", hidden,
+                           site=entry_site(hidden, sys._getframe(1)), output="hidden")
         scope = state.scope
         scope.custom_forwards.append(cls.__name__)
         used: set[int] = set()

@@ -515,6 +515,23 @@ KNOWN_MISSES: dict[str, str] = {
     "b32f_slime_moe_noise_uses_w_gate":
         "first pass: unused_parameter e :34, where w_noise is made (the corpus's line for an unused parameter); the "
         "case names the line that uses w_gate in its place (:45)",
+    # Batch 33, first pass 8 of 16 on 717ee3c (tests/cases/README.md): what the tool says instead.
+    "b33b_srgan_g_loss_on_fake_out_before_optimizerd_step":
+        "first pass: inplace_saved e :81, optimizerD.step() before g_loss's backward through the D output computed "
+        "before it (as b26a_gan_lossg); the case names the loss line (:84) the repository's fix recomputes D(G(z)) "
+        "before",
+    "b33c_mobile_vod_bottleneck_lstm_hidden_detached_per_sequence":
+        "first pass: inplace_saved e :89, the step that updated weights the retained graph of the previous frames "
+        "saved; the case names the per-sequence detach_hidden() (:92) that the fix moves into the frame loop",
+    "b33d_appfl_decaf_encode_text_no_grad":
+        "first pass: no_grad e :50, the text encoder's call under the block (the corpus's line for a no_grad cut, the "
+        "`with` shown in the message); the case names the `with torch.no_grad():` (:49) the fix rewrites",
+    "b33d_mmseg_san_text_encoder_cached_class_embeds":
+        "first pass: autograd_error e :72, the loss line that takes the class embeddings cached at :45 (named as "
+        "where the value was made) with the first step's freed graph; the case names cache_feature=True (:66)",
+    "b33d_peft_modules_to_save_list_append_none":
+        "first pass: nothing: the head is frozen by the adapter wrapper (a LoRA target), and frozen tensors are not "
+        "watched; `list.append` returning None to modules_to_save= is Python, with no tensor event to see",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

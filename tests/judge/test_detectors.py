@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+from gradcheck_l2c.tracer import trace
+
 PRELUDE = """
 import numpy as np
 import torch
@@ -219,6 +221,52 @@ def test_corrected_twin_is_silent(snippet, kind):
     t = snippet(program(fixed)).run()
     assert problems(t) == []
     assert {w.name: w.got_grad for w in t.watched}[tensor] is True
+
+
+FROZEN_COPY = """
+class Blur(nn.Module):
+    def set_kernel(self, kernel):
+        self.kernel = {wrap}  # <- wrapped
+
+    def forward(self, x):
+        return x * self.kernel
+
+
+kernel = torch.rand(4).requires_grad_()
+blur = Blur()
+for step in range(3):
+    blur.set_kernel(kernel)
+    loss = F.mse_loss(blur(torch.randn(8, 4)), torch.zeros(8, 4))
+    {differentiate}
+    with torch.no_grad():
+        kernel -= 0.1 * grad
+"""
+
+
+@pytest.mark.parametrize("differentiate", ["(grad,) = torch.autograd.grad(loss, kernel)",
+                                           "loss.backward(); grad = kernel.grad"])
+def test_a_leaf_wrapped_in_a_parameter_that_requires_no_grad_is_cut_there(snippet, differentiate):
+    """``nn.Parameter(kernel, requires_grad=False)`` shares the leaf's values in a new leaf without gradient (deepinv's
+    blur filter): the backward meant for the leaf stops there, named at the wrap; the leaf itself, kept, is silent."""
+    script = snippet(program(FROZEN_COPY.format(wrap="nn.Parameter(kernel, requires_grad=False)",
+                                                differentiate=differentiate)))
+    t = trace()
+    try:
+        with t:
+            exec(compile(script.code, str(script.path), "exec"), {"__name__": "__main__"})
+    except (RuntimeError, TypeError):  # autograd.grad refuses; `0.1 * None` after the backward that gave none
+        pass
+    found = [f for f in problems(t) if f.tensor == "kernel"]
+    assert [(f.kind, f.severity, f.line) for f in found][:1] == [("new_parameter", "error", script.line("wrapped"))]
+    assert "requires_grad=False" in found[0].message and "register_buffer" in found[0].fix
+
+
+def test_a_leaf_kept_as_an_attribute_and_learnt_by_hand_is_silent(snippet):
+    """The corrected twin: the module keeps the leaf itself, whose gradient the script asks autograd.grad for and
+    applies by hand; it learns, so neither the wrap nor the plain attribute is told."""
+    fixed = snippet(program(FROZEN_COPY.format(wrap="kernel",
+                                               differentiate="(grad,) = torch.autograd.grad(loss, kernel)"))).run()
+    assert problems(fixed) == []
 
 
 def test_zero_derivative_op_explains_an_all_zero_gradient(snippet):

@@ -37,6 +37,12 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
                 "for a score-function (REINFORCE, policy-gradient) loss, draw the action with `sample()`, which carries "
                 "no gradient; keep `rsample()` for a loss that differentiates through the sample itself (SAC's "
                 "Q(s, a)).")
+    if event.extra.get("output") == "hidden":
+        return (f"`{op}` got a value computed from {tensor} inside another argument (a settings tuple, a list, an "
+                "object), where autograd does not look: a custom Function tracks only the tensors passed as its "
+                f"arguments themselves, so no gradient reaches {tensor} through it.",
+                "pass the tensor to apply() as an argument of its own and return its gradient from backward(), or "
+                "apply what it does (a transform) with ordinary torch ops before the call.")
     if event.extra.get("output") == "sample":
         return (f"`{op}` draws a random sample whose derivative to its parameters PyTorch defines as zero, "
                 f"so no gradient reaches {tensor} through it.", _fix(op, "sample"))

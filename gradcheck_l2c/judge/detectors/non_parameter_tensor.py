@@ -41,8 +41,9 @@ def scan(run) -> list[Finding]:
             continue
         if problem == "buffer":
             watched = run.record.watched_at(next(iter(hidden)))
-            if watched.optimized or not watched.ever_grad:
-                continue  # trained by hand, or never given a gradient: a buffer that requires grad does no harm
+            if watched.optimized or not watched.ever_grad or run.record.differentiated(watched.key):
+                continue  # given to an optimizer, learnt by hand (autograd.grad asked for its gradient), or never
+                # given a gradient: a buffer that requires grad does no harm
             found.append(run.finding(
                 KIND, "warning", name, site,
                 f"{name} is registered as a buffer (register_buffer) although it requires grad: a buffer is no "
@@ -68,6 +69,8 @@ def scan(run) -> list[Finding]:
             ))
             continue
         if problem == "tensor":
+            if hidden and all(run.record.differentiated(key) for key in hidden):
+                continue  # learnt by hand: the script asks autograd.grad (or backward(inputs=)) for its gradient
             message = (f"{name} is a tensor with requires_grad=True but not an nn.Parameter: "
                        "parameters(), state_dict(), .to() and optimizers do not see it.")
             fix = f"register it: self.{attr} = nn.Parameter(...) (or register_buffer if it should not learn)."

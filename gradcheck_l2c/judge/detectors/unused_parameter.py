@@ -15,7 +15,8 @@ def scan(run) -> list[Finding]:
 
     found = []
     families = _Families(run)
-    told = {f.tensor for f in run.findings if f.kind == "ddp_unused"}  # DDP's unused parameters, explained
+    # DDP's unused parameters, and those a backward of a leaf left out (`leaf_backward`), explained
+    told = {f.tensor for f in run.findings if f.kind in ("ddp_unused", KIND)}
     for watched in run.watched():
         if watched.ever_grad or record.missed(watched.key) is not None or watched.name in told:
             continue

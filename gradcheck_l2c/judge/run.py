@@ -180,10 +180,11 @@ class Run:
                   and not _read_for_a_log(e)]
         later = {e.site for e in events if e.kind in ("numpy", "item")}
         events = [e for e in events if not (e.kind in ("detach", "data_attr") and e.site in later)]
-        if self.record.graphless and not any(watched.key in taint.chains for taint in self.record.dead_ends):
+        if self.record.graphless and not any(watched.key in taint.chains for taint in self.record.dead_ends) and not any(
+                fact.detail.get("bound_here") for fact in self.record.autograd_errors):  # a loss made from no-grad values
             return events
-        # every backward had a graph, or the one without names its own cuts of the tensor: a copy of the leaf
-        # itself (`before = w.detach().clone()`) is a snapshot
+        # every backward had a graph, or the one without names its own cuts of the tensor, or its loss was computed on
+        # its line from values without gradient: a copy of the leaf itself (`before = w.detach().clone()`) is a snapshot
         return [e for e in events if not (e.kind in ("detach", "data_attr") and e.source is None)]
 
 
@@ -251,7 +252,8 @@ def judge(record: TraceRecord) -> Verdict:
     for taint in record.dead_ends:
         for key, chain in taint.chains.items():
             if key in keys:
-                run.findings.extend(run.cut_finding(e, run.name(key)) for e in chain)
+                symptom = run.symptom(record.watched_at(key))  # the refused backward, for a tensor other losses reached
+                run.findings.extend(run.cut_finding(e, run.name(key), symptom=symptom) for e in chain)
     for scanner in SCANNERS:
         run.findings.extend(scanner.scan(run))
     graphs = [_captured(run, pending, by_event) for pending in record.graphs]

@@ -29,7 +29,8 @@ from gradcheck_l2c.record.hook_results import hook_result_site
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
-from gradcheck_l2c.record.refusal_sources import copy_used, last_frozen, library_owner_made, made_elsewhere
+from gradcheck_l2c.record.refusal_sources import (copy_used, graphless_cause, last_frozen, library_owner_made,
+                                                   made_elsewhere)
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
@@ -114,9 +115,7 @@ class ErrorRecorder:
                 cause = Site(call.file, made) if made is not None else call
                 detail = {"forward_of": self.scope.custom_forwards[-1]}
             elif category == "graphless":
-                last, count = last_frozen(self.registry, every=True)
-                if last is not None:
-                    cause, detail = last.frozen_at, {"frozen": count, "last": last.name}
+                cause, detail = graphless_cause(self.registry, frame, subject, call)
             reaches = _reached_leaves(self.registry, roots)
         return self._keep(AutogradError(category, _first_line(text), call, cause, subject, key, detail, failure,
                                         reaches=reaches))

@@ -1,5 +1,6 @@
 """Where a value autograd refused came from when the call that raised is not the line to change: the parameters the
-script froze (a loss left without graph, a custom backward asking ``autograd.grad`` for them), and the line of another
+script froze (a loss left without graph, a custom backward asking ``autograd.grad`` for them), the line that computed
+a loss without graph from none of the tensors being trained, and the line of another
 function that made a non-leaf whose ``requires_grad`` flag was then refused (a library's parameter store), and the
 line that made the library object whose method runs the refusing code (a Trainer that turned inference mode on)."""
 from __future__ import annotations
@@ -71,3 +72,17 @@ def copy_used(registry: WatchRegistry, watched: Watched | None, nodes: list[Any]
         if copy is not None and copy.key != watched.key and copy.shape == watched.shape and copy.site is not None:
             return {"copy_made": copy.site}
     return {}
+
+
+def graphless_cause(registry: WatchRegistry, frame: Any, subject: str, call: Site | None) -> tuple[Site | None, dict]:
+    """For a backward refused because its loss has no graph (``call``, in ``frame``, on ``subject``): where the last
+    parameter was frozen when all are; else, in a run that trains tensors, the line before the call that bound the
+    loss, computed without any of them; else nothing."""
+    last, count = last_frozen(registry, every=True)
+    if last is not None:
+        return last.frozen_at, {"frozen": count, "last": last.name}
+    if frame is not None and call is not None and any(w.trainable() for w in registry.all):
+        made = last_binding(frame.f_code, subject, call.line)
+        if made is not None and made != call.line:
+            return Site(call.file, made), {"bound_here": True}
+    return None, {}

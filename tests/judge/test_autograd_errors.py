@@ -657,6 +657,29 @@ for step in range(2):
         loss = F.cross_entropy(x @ w, y)
         loss.backward()
         """),
+    "graphless_loss_without_model": ("""
+        model = nn.Linear(4, 3)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        before = model.weight.detach().clone()  # a snapshot, no cut of the loss
+        target = torch.randn(8, 3)
+        for step in range(2):
+            out = model(x)
+            loss = F.mse_loss(target * 0.5, target)  # <- autograd_error
+            optimizer.zero_grad()
+            loss.backward()  # <- symptom
+            optimizer.step()
+        """, """
+        model = nn.Linear(4, 3)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        before = model.weight.detach().clone()  # a snapshot, no cut of the loss
+        target = torch.randn(8, 3)
+        for step in range(2):
+            out = model(x)
+            loss = F.mse_loss(out, target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """),
     "gradient_shape": ("""
         w = torch.randn(4, 3, requires_grad=True)
         out = x @ w

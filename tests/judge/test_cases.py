@@ -532,6 +532,23 @@ KNOWN_MISSES: dict[str, str] = {
     "b33d_peft_modules_to_save_list_append_none":
         "first pass: nothing: the head is frozen by the adapter wrapper (a LoRA target), and frozen tensors are not "
         "watched; `list.append` returning None to modules_to_save= is Python, with no tensor event to see",
+    # Batch 34, first pass 6 of 12 on 10a6eba (tests/cases/README.md): what the tool says instead.
+    "b34a_pyg_gnnexplainer_custom_conv_skips_propagate":
+        "first pass: nothing: the edge mask gets gradients from the explainer's size term from the second step on "
+        "(indexed with the bool its first None .grad left); the case names the custom layer's dense aggregation (:41) "
+        "that never reads the mask set on it",
+    "b34a_rgnn_prbcd_train_mode_cached_adj":
+        "first pass: autograd_error e :98, the call that reuses the adjacency cached on the module in train mode (made "
+        "at :63); the case names the caching flag's default (:31) the author said to switch off",
+    "b34b_convirt_text_projection_under_no_grad":
+        "first pass: no_grad e :56, :57, :59, the projection's calls under the block (the corpus's line for a no_grad "
+        "cut); the case names the `with torch.no_grad():` (:55) the fix removes",
+    "b34d_libmtl_rep_grad_detaches_encoder_uw":
+        "first pass: detach e :35, the `rep.detach().clone()` that feeds each decoder; the case names the "
+        "rep_grad=True flag (:58) the maintainer said to turn off",
+    "b34e_mmcv_cumulative_hook_beside_optimizer_hook":
+        "first pass: autograd_error e :65, the loss both hooks backpropagate (the first at :23 freed its graph); the "
+        "case names the custom_hooks config (:74) that registered the second hook",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

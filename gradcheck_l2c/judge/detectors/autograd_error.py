@@ -11,6 +11,7 @@ another finding already explains (`inplace_saved`, the cuts of a graphless loss,
 from __future__ import annotations
 
 from gradcheck_l2c.judge.freed_graph import freed_graph_words
+from gradcheck_l2c.judge.graphless import graphless_words, under_inference_mode
 from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
 from gradcheck_l2c.record.facts import AutogradError, Graphless, Site, StaleSaved
 from gradcheck_l2c.records import Finding
@@ -36,9 +37,9 @@ def scan(run) -> list[Finding]:
 
 def note(fact: AutogradError) -> str | None:
     """The note added to PyTorch's error: the line to change, what happened there, and the fix."""
-    if fact.category in ("ddp", "other", "inplace_saved") or (fact.category == "graphless" and _under_inference_mode(
+    if fact.category in ("ddp", "other", "inplace_saved") or (fact.category == "graphless" and under_inference_mode(
             fact) is None and not fact.detail.get("frozen") and not fact.detail.get("forward_of")
-            and not fact.detail.get("owner_made")):
+            and not fact.detail.get("owner_made") and not fact.detail.get("bound_here")):
         return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
     message, fix = words(fact, fact.subject)
     where = place(fact)
@@ -51,7 +52,7 @@ def place(fact: AutogradError) -> Site | None:
     saved for backward; else the recorded cause; for a backward refused inside ``torch.inference_mode()``, the
     innermost running line under the ``inference_mode`` that turned recording off, or the line that made the
     library object whose method turned it on; else PyTorch's call."""
-    return (_inference_block(fact) or fact.cause or _under_inference_mode(fact) or fact.detail.get("owner_made")
+    return (_inference_block(fact) or fact.cause or under_inference_mode(fact) or fact.detail.get("owner_made")
             or fact.call)
 
 
@@ -65,14 +66,6 @@ def _inference_block(fact: AutogradError) -> Site | None:
         off = grad_disabled_at(site)
         if off is not None:
             return off.site if depth and off.form == "with" else None
-    return None
-
-
-def _under_inference_mode(fact: AutogradError) -> Site | None:
-    for site in fact.detail.get("inference", ()):
-        off = grad_disabled_at(site)
-        if off is not None:
-            return site
     return None
 
 
@@ -258,42 +251,6 @@ def _deepcopy(fact: AutogradError, name: str, call: str, said: str) -> tuple[str
             "the attribute to None before deepcopy).")
 
 
-def _graphless(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
-    if _under_inference_mode(fact) is not None:
-        what = f"`{name}`" if name != "backward()" else "its output"
-        return (f"this line runs under torch.inference_mode(), so backward(){call} inside it found {what} "
-                f"without grad_fn: inference mode records no graph, even inside torch.enable_grad(){said}.",
-                "run it under torch.no_grad() instead of torch.inference_mode() (enable_grad() can turn "
-                "recording back on there), or outside both if it needs gradients.")
-    if fact.detail.get("owner_made") is not None:
-        what = f"`{name}`" if name != "backward()" else "its output"
-        return (f"backward(){call} ran under torch.inference_mode(), which the library code of the object made here "
-                f"turned on (Lightning's Trainer runs test, validate and predict so), and which torch.enable_grad() "
-                f"cannot turn off: {what} was computed without grad_fn{said}.",
-                "make this object run those loops without inference mode (Lightning: pl.Trainer(..., "
-                "inference_mode=False), which uses torch.no_grad() instead, under which enable_grad() works), or "
-                "compute the gradient outside its loops.")
-    what = f"`{name}`" if name != "backward()" else "its loss"
-    function = fact.detail.get("forward_of")
-    if function is not None:
-        return (f"this line runs inside {function}.forward, and a custom autograd.Function's forward always runs "
-                f"with gradients off: {what} was computed here without a graph, so backward(){call} was "
-                f"refused{said}.",
-                "compute it under `with torch.enable_grad():` inside forward, from inputs taken with .detach() (so "
-                "that this backward stays inside forward), or run this optimisation outside the Function.")
-    if fact.detail.get("frozen"):
-        return (f"this line switched off requires_grad of {fact.detail['last']}, and by the time backward(){call} "
-                f"ran all {fact.detail['frozen']} parameters were frozen: {what} was computed from none that "
-                f"requires grad, so PyTorch refused the backward{said}.",
-                "freeze only the part meant to stay fixed: this branch should leave its parameters trainable "
-                "(requires_grad = True), or unfreeze the head before training.")
-    return (f"backward() was called on {what}, which does not require grad and has no grad_fn: nothing it was "
-            f"computed from requires grad, and no cut the trace saw explains why{said}.",
-            "compute it from tensors that require grad (the model's parameters, or leaves made with "
-            "requires_grad=True), outside torch.no_grad() and inference_mode(); if everything is frozen on "
-            "purpose, do not call backward().")
-
-
 def _inplace_saved(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     saver = getattr(fact.failure, "saver", "an operation")
     return (f"backward() failed because {saver} saved a tensor for it that was then changed in place, by a write "
@@ -384,7 +341,7 @@ _WORDING = {
     "inference_saved": _inference, "unused_input": _unused_input, "input_no_grad": _input_no_grad,
     "function_backward": _function_backward, "function_no_backward": _no_backward,
     "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad,
-    "retain_grad_no_grad": _retain_grad_no_grad, "hook_result": _hook_result, "deepcopy_non_leaf": _deepcopy, "graphless": _graphless,
+    "retain_grad_no_grad": _retain_grad_no_grad, "hook_result": _hook_result, "deepcopy_non_leaf": _deepcopy, "graphless": graphless_words,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
     "requires_grad_non_leaf": _requires_grad_non_leaf, "inplace_multi_view": _multi_view,
     "out_requires_grad": _out_requires_grad, "resize_requires_grad": _resize_requires_grad,

@@ -1,0 +1,57 @@
+"""The words for a backward refused because its loss has no graph (``element 0 of tensors does not require grad``), by
+what the run knows of why: inference mode (the script's, or a library object's loop), a custom Function's forward,
+every parameter frozen, the loss computed on its line from values without gradient, or nothing the trace saw."""
+from __future__ import annotations
+
+from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
+from gradcheck_l2c.record.facts import AutogradError, Site
+
+
+def under_inference_mode(fact: AutogradError) -> Site | None:
+    """The innermost line running under the ``torch.inference_mode()`` a graphless backward was refused in."""
+    for site in fact.detail.get("inference", ()):
+        off = grad_disabled_at(site)
+        if off is not None:
+            return site
+    return None
+
+
+def graphless_words(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    if under_inference_mode(fact) is not None:
+        what = f"`{name}`" if name != "backward()" else "its output"
+        return (f"this line runs under torch.inference_mode(), so backward(){call} inside it found {what} "
+                f"without grad_fn: inference mode records no graph, even inside torch.enable_grad(){said}.",
+                "run it under torch.no_grad() instead of torch.inference_mode() (enable_grad() can turn "
+                "recording back on there), or outside both if it needs gradients.")
+    if fact.detail.get("owner_made") is not None:
+        what = f"`{name}`" if name != "backward()" else "its output"
+        return (f"backward(){call} ran under torch.inference_mode(), which the library code of the object made here "
+                f"turned on (Lightning's Trainer runs test, validate and predict so), and which torch.enable_grad() "
+                f"cannot turn off: {what} was computed without grad_fn{said}.",
+                "make this object run those loops without inference mode (Lightning: pl.Trainer(..., "
+                "inference_mode=False), which uses torch.no_grad() instead, under which enable_grad() works), or "
+                "compute the gradient outside its loops.")
+    what = f"`{name}`" if name != "backward()" else "its loss"
+    function = fact.detail.get("forward_of")
+    if function is not None:
+        return (f"this line runs inside {function}.forward, and a custom autograd.Function's forward always runs "
+                f"with gradients off: {what} was computed here without a graph, so backward(){call} was "
+                f"refused{said}.",
+                "compute it under `with torch.enable_grad():` inside forward, from inputs taken with .detach() (so "
+                "that this backward stays inside forward), or run this optimisation outside the Function.")
+    if fact.detail.get("frozen"):
+        return (f"this line switched off requires_grad of {fact.detail['last']}, and by the time backward(){call} "
+                f"ran all {fact.detail['frozen']} parameters were frozen: {what} was computed from none that "
+                f"requires grad, so PyTorch refused the backward{said}.",
+                "freeze only the part meant to stay fixed: this branch should leave its parameters trainable "
+                "(requires_grad = True), or unfreeze the head before training.")
+    if fact.detail.get("bound_here"):
+        return (f"this line computes {what} from values none of which requires grad (no parameter, no leaf made with "
+                f"requires_grad=True, and no cut the trace saw), so backward(){call} on it was refused{said}.",
+                "compute it from the output of the model being trained (the forward that uses its parameters), not "
+                "from the inputs or targets alone; if everything is frozen on purpose, do not call backward().")
+    return (f"backward() was called on {what}, which does not require grad and has no grad_fn: nothing it was "
+            f"computed from requires grad, and no cut the trace saw explains why{said}.",
+            "compute it from tensors that require grad (the model's parameters, or leaves made with "
+            "requires_grad=True), outside torch.no_grad() and inference_mode(); if everything is frozen on "
+            "purpose, do not call backward().")

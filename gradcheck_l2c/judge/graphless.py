@@ -17,6 +17,7 @@ def under_inference_mode(fact: AutogradError) -> Site | None:
 
 
 def graphless_words(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    """What happened and the fix, for the first of those causes the run's facts show."""
     if under_inference_mode(fact) is not None:
         what = f"`{name}`" if name != "backward()" else "its output"
         return (f"this line runs under torch.inference_mode(), so backward(){call} inside it found {what} "

@@ -6,6 +6,7 @@ it, whose function was not handed the value as an argument (a thin ``render(...,
 """
 from __future__ import annotations
 
+import itertools
 import types
 from typing import Any
 
@@ -16,17 +17,23 @@ from gradcheck_l2c.record.locations import USER, Site, frame_kind, frame_site
 
 #: How deep arguments are opened: a settings object inside a list, no further.
 DEPTH = 2
+#: The items of one container looked at: a Function handed a long list is looked at by its first ones.
+ITEMS = 256
 #: Values never opened: a module's parameters are its own (a Function given a layer runs it), code and types hold none.
 _CLOSED = (nn.Module, type, types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 
 def hidden_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    """The tensors that require grad inside the arguments that are not tensors themselves."""
+    """The tensors that require grad inside the arguments that are not tensors themselves (none when an argument
+    cannot be looked into: an object whose attribute lookup raises is the script's business, not the tool's)."""
     found: dict[int, torch.Tensor] = {}
-    for value in (*args, *kwargs.values()):
-        if not isinstance(value, torch.Tensor):
-            _collect(value, found, DEPTH)
+    try:
+        for value in (*args, *kwargs.values()):
+            if not isinstance(value, torch.Tensor):
+                _collect(value, found, DEPTH)
+    except Exception:
+        return []
     return list(found.values())
 
 
@@ -49,8 +56,11 @@ def _handed(frame: Any, wanted: set[int]) -> bool:
     code, values = frame.f_code, frame.f_locals
     count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
     found: dict[int, torch.Tensor] = {}
-    for name in code.co_varnames[:count]:
-        _collect(values.get(name), found, DEPTH + 1)  # *args and **kwargs are one level more
+    try:
+        for name in code.co_varnames[:count]:
+            _collect(values.get(name), found, DEPTH + 1)  # *args and **kwargs are one level more
+    except Exception:  # an argument that cannot be looked into: not known to hold the value
+        return False
     return not wanted.isdisjoint(found)
 
 
@@ -69,5 +79,5 @@ def _collect(value: Any, found: dict[int, torch.Tensor], depth: int) -> None:
         items = vars(value).values()
     else:
         return
-    for item in items:
+    for item in itertools.islice(items, ITEMS):
         _collect(item, found, depth - 1)

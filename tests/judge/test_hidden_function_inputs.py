@@ -86,3 +86,34 @@ def test_a_container_of_constants_is_silent(snippet):
     """Settings without history (a fixed camera) beside the tensors passed themselves cut nothing."""
     _, found = loud(snippet, "settings.view", "Render.apply(points @ view, Settings(1.0, torch.eye(3)))")
     assert found == []
+
+
+def test_an_argument_that_cannot_be_looked_into_leaves_the_call_alone(snippet):
+    """An object whose attribute lookup raises (a proxy, a lazy config) is the script's business: apply runs as it
+    would untraced, and nothing is told of it."""
+    script = snippet("""
+import torch
+
+
+class Lazy:
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        raise KeyError(name)
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, settings):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2, None
+
+
+w = torch.ones(3, requires_grad=True)
+Scale.apply(w, Lazy()).sum().backward()
+assert w.grad.tolist() == [2.0, 2.0, 2.0]
+""")
+    assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []

@@ -58,7 +58,7 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
                 if wrapped is not None and param.requires_grad:  # nn.Parameter(torch.ones(..., requires_grad=True)):
                     wrapped.replaced = True  # same values, no cut (with requires_grad=False: a copy that cuts it)
                 elif isinstance(data, torch.Tensor) and (data.requires_grad or state.taints):
-                    state.cuts.reenter("new_parameter", "nn.Parameter()" if requires_grad else
+                    state.cuts.reenter("new_parameter", "nn.Parameter()" if param.requires_grad else
                                        "nn.Parameter(requires_grad=False)", [data], [param], site=site)
                 state.registry.watch_leaf(param, site, user_leaf=True)  # made with requires_grad=False: not watched
                 watched = state.registry.get(param)

@@ -20,6 +20,22 @@ needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_meth
 ENV = {name: value for name, value in os.environ.items() if name not in ("GRADCHECK_L2C_DISABLED", "NO_COLOR")}
 
 
+@pytest.fixture(autouse=True)
+def fails_instead_of_hanging():
+    """A child that never ends (a Pool worker that missed the SIGTERM of its pool's terminate()) fails its test after
+    three minutes instead of hanging the suite; the pool's daemonic workers are ended when the test process exits."""
+    def expire(signum, frame):  # not an OSError, which multiprocessing's waits swallow
+        pytest.fail("a child process did not end within 180 s", pytrace=False)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(180)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def cut(seed):
     """A training step whose gradient is cut inside the worker."""
     w = torch.ones(3, requires_grad=True)

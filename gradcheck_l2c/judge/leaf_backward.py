@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradcheck_l2c.record.facts import LEAF_BACKWARD, Watched
+from gradcheck_l2c.record.facts import LEAF_BACKWARD, Event, Watched
 from gradcheck_l2c.records import Finding
 
 
-def leaf_backward_finding(run: Any, watched: Watched) -> Finding | None:
+def leaf_backwards(record: Any) -> list[Event]:
+    """The events of the backwards started from a watched leaf (looked up once per judging, not per tensor)."""
+    return [event for event in record.events("unused_parameter") if event.detail == LEAF_BACKWARD]
+
+
+def leaf_backward_finding(run: Any, watched: Watched, leaves: list[Event]) -> Finding | None:
     """The finding for ``watched``, which got no gradient, when an optimizer holding it also holds a leaf a backward
-    started from; else None."""
-    leaves = [event for event in run.record.events("unused_parameter") if event.detail == LEAF_BACKWARD
-              and event.key != watched.key]
+    started from (one of ``leaves``, `leaf_backwards`); else None."""
+    leaves = [event for event in leaves if event.key != watched.key]
     if not leaves:
         return None
     held = [record.keys for record in run.record.optimizers if watched.key in record.keys]

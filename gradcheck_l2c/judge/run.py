@@ -9,7 +9,7 @@ from typing import Any
 
 from gradcheck_l2c.judge.detectors import CUTS, SCANNERS
 from gradcheck_l2c.judge.grad_stats import layer_gradients
-from gradcheck_l2c.judge.leaf_backward import leaf_backward_finding
+from gradcheck_l2c.judge.leaf_backward import leaf_backward_finding, leaf_backwards
 from gradcheck_l2c.judge.suppressions import apply_suppressions, touched_files
 from gradcheck_l2c.judge.symptoms import with_symptoms
 from gradcheck_l2c.judge.zero_gradients import zero_gradient_findings
@@ -207,6 +207,7 @@ def judge(record: TraceRecord) -> Verdict:
     by_event: dict[int, Finding] = {}
     zero: list[Watched] = []
     unstepped: set[int] = set()  # got gradients, but never when an optimizer stepped it
+    leaves = leaf_backwards(record)  # backwards started from a watched leaf (`leaf_backward`)
     for watched in run.watched():
         if watched.ever_grad:
             miss = record.step_miss(watched.key)
@@ -230,7 +231,7 @@ def judge(record: TraceRecord) -> Verdict:
             continue  # nobody meant it to learn (a target network, a teacher): its cuts are by design
         if _bare_leaf(run, watched) and watched.grad_read is None and run.last_of_a_loop(watched):
             continue  # its values may go on (an adversarial batch, detached), its gradient was never wanted
-        leaf = leaf_backward_finding(run, watched)
+        leaf = leaf_backward_finding(run, watched, leaves) if leaves else None
         if leaf is not None:  # its optimizer's gradients came from a backward of a leaf: no loss used it
             run.findings.append(leaf)
             continue

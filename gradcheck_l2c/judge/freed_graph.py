@@ -37,6 +37,14 @@ def freed_graph_words(fact: AutogradError, name: str, call: str, said: str) -> t
                 "compute the value again before the second backward(), or pass retain_graph=True to the first "
                 "backward() if both must run through this graph.")
     node = fact.detail.get("node", "a node")
+    if fact.detail.get("taken_earlier"):
+        value = f"the value made at {inner}" if isinstance(inner, Site) else "a value made before it"
+        return (f"the loss of {earlier} takes {value} in on this line, so that backward also ran through the value's "
+                f"graph and freed it ({node}), though the step after it updates none of the weights that made the "
+                f"value; backward(){call} then needs that graph for its own loss{said}.",
+                "use .detach() of the value on this line (a target, a peer's or a teacher's output: the loss here "
+                "should not train what made it); pass retain_graph=True to the earlier backward() only if both "
+                "losses must train those weights.")
     if fact.detail.get("taken_in"):
         value = f"the value made at {inner}" if isinstance(inner, Site) else "a value made earlier"
         return (f"this line takes {value} into the computation of backward(){call}, but {earlier} already "

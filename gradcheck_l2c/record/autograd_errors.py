@@ -24,6 +24,7 @@ from gradcheck_l2c.record.args import op_label, tensors_in
 from gradcheck_l2c.record.code_lines import last_binding, stores_attribute
 from gradcheck_l2c.record.error_categories import IN_FORWARD, classify, multiple_views
 from gradcheck_l2c.record.failures import BackwardFailure
+from gradcheck_l2c.record.freed_values import taken_in
 from gradcheck_l2c.record.function_sites import function_backward_site, missing_backward_site, view_return_site
 from gradcheck_l2c.record.hook_results import hook_result_site
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
@@ -216,18 +217,15 @@ class ErrorRecorder:
                     continue  # made before that backward, but not part of the graph it freed
                 root = any(node is start for start in starts)
                 first, again = _called_again(origins.freed_path) if root else (None, None)
-                # a value whose graph the last backward freed, and whose weights a step then updated (it trained them
-                # as meant), is cut (or made anew) where this backward's graph takes it in: the line of the nearest
-                # node above (a discriminator's loss on the generator's output), not the one that made the value
                 made = origins.site_in_running(stack)
-                taken_in = None if root or not _stepped_below(self.registry, self.stepped, node) else \
-                    origins.site_in_running(above)
+                taken, earlier = (None, False) if root else taken_in(self.registry, origins, self.stepped, node, above)
                 site = again or origins.kept_at(node) or self._stored_at(stack) or (
-                    _first_made(origins, node, stack) if root else taken_in) or made
+                    _first_made(origins, node, stack) if root else taken) or made
                 detail = {"node": type(node).__name__, "freed_by": origins.freed_by, "root": root,
                           "inner": stack[0][2] if stack and stack[0][2] != site else None, "first_call": first,
                           "kept": not again and site is not None and site == origins.kept_at(node),
-                          "taken_in": site is not None and site == taken_in and made not in (None, site)}
+                          "taken_in": site is not None and site == taken and made not in (None, site),
+                          "taken_earlier": earlier and site is not None and site == taken}
                 return site, detail
             for child, _ in node.next_functions:
                 if child is not None and id(child) not in seen:
@@ -263,15 +261,6 @@ class ErrorRecorder:
                 copy = copy_used(self.registry, watched, nodes) if category == "unused_input" else {}
                 return name, watched.key if watched is not None else None, {"index": index, "output": subject, **copy}
         return "inputs", None, {"output": subject}
-
-
-def _stepped_below(registry: WatchRegistry, stepped: list[set[int]], node: Any) -> bool:
-    """Whether a step since the last backward (``stepped``: the keys each optimizer that stepped holds) updated a
-    watched leaf of the graph below ``node``."""
-    if not stepped:
-        return False
-    keys = set().union(*stepped)
-    return any(registry.key_of(leaf) in keys for leaf in graph.leaf_tensors([node]))
 
 
 def _attribute_holding(registry: WatchRegistry, tensor: Tensor) -> tuple[str | None, Site | None]:

@@ -155,7 +155,8 @@ class BackwardLog:
             missing.setdefault(key, []).append(chain)
         if missing:
             self.cut_off = set(missing)
-            optimizers.use.cut()
+            if any(map(optimizers.holding, missing)):  # a cut of what no optimizer steps explains no step's miss
+                optimizers.use.cut()
             if len(self.graphs) < MAX_GRAPHS:
                 _capture(self.graphs, self.graph_signatures, self.taints, roots, missing)
 

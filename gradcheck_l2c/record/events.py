@@ -10,6 +10,8 @@ from gradcheck_l2c.record.locations import Site
 #: The detail of the ``unused_parameter`` event a backward started from a watched leaf records (``param.backward(g)``:
 #: no graph behind it); the judge's `leaf_backward` names it for the tensors an optimizer holds beside that leaf.
 LEAF_BACKWARD = "backward() on a leaf"
+#: The detail of a ``state_dict_reload``: ``copy_`` with gradients on into a tensor that shares a parameter's memory.
+INTO_ALIAS = ".copy_() into an alias"
 
 
 class EventExtra(TypedDict, total=False):

@@ -6,10 +6,13 @@ are used (SAM's first backward gives the direction its weights are moved along, 
 A GAN's generator loss also fills the discriminator's ``.grad`` that the next ``zero_grad()`` clears, but
 the generator's step reads the rest of that backward: only a backward none of whose gradients any step
 read counts, per line, and the judge wants it at a line where it happened more than once and never else.
+A line whose gradients a step read at some runs and a ``zero_grad()`` cleared unread at as many others or more is
+gradient accumulation undone: a ``zero_grad()`` in the micro-batch loop keeps only the last micro-batch for the step.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from gradcheck_l2c.record.locations import Site
 
@@ -37,7 +40,7 @@ class GradientUse:
     """Pending backwards (their unread keys), the backward lines some step read, and those never read."""
 
     pending: list[_Pending] = field(default_factory=list)
-    read: set[Site | None] = field(default_factory=set)
+    read: dict[Site | None, int] = field(default_factory=dict)  # backward lines some step read -> how many times
     unread: dict[Site | None, UnreadBackward] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)  # optimizers stepped with a closure: zero_grad runs inside
     last: _Pending | None = None  # the latest backward's entry, while it is pending
@@ -54,7 +57,7 @@ class GradientUse:
         """The backward just recorded missed tensors through a cut: that cut explains what its steps missed."""
         if self.last is not None and self.last in self.pending:
             self.pending.remove(self.last)
-            self.read.add(self.last.site)
+            self.read[self.last.site] = self.read.get(self.last.site, 0) + 1
 
     def stepped(self, ident: int, keys: set[int], closure: bool) -> None:
         """An optimizer (``id`` ``ident``) holding ``keys`` steps: the pending backwards it reads are read."""
@@ -70,7 +73,7 @@ class GradientUse:
         still = []
         for backward in self.pending:
             if reads(backward.keys):
-                self.read.add(backward.site)
+                self.read[backward.site] = self.read.get(backward.site, 0) + 1
             else:
                 still.append(backward)
         self.pending = still
@@ -94,6 +97,24 @@ class GradientUse:
             still.append(backward)
         self.pending = still
 
+    def module_cleared(self, module: Any, key_of: Callable[[Any], int | None], live: dict[int, Any],
+                       site: Site | None) -> None:
+        """A module's ``zero_grad()`` at ``site`` cleared its parameters' gradients: for each live optimizer record
+        (``live``: id -> `OptimizerRecord`), as if its own ``zero_grad()`` had cleared those it holds."""
+        if not self.pending:
+            return
+        keys = {key for key in map(key_of, module.parameters()) if key is not None}
+        for ident, record in live.items():
+            held = record.keys & keys
+            if held and record.optimizer() is not None:
+                self.cleared(ident, held, record.name, record.step_site, site)
+
     def never_read(self) -> list[UnreadBackward]:
         """Backward lines cleared unread more than once and never read by a step."""
         return [entry for site, entry in self.unread.items() if site not in self.read and entry.count > 1]
+
+    def partly_read(self) -> list[tuple[UnreadBackward, int]]:
+        """Backward lines a step read at some runs and that were cleared unread at as many others or more (two at
+        least), with how often they were read: the steps see one micro-batch of each accumulation."""
+        return [(entry, self.read[site]) for site, entry in self.unread.items()
+                if site in self.read and entry.count > 1 and entry.count >= self.read[site]]

@@ -16,6 +16,7 @@ from torch import nn
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.args import any_requires_grad, op_label, requires_grad_in, tensors_in
 from gradcheck_l2c.record.backward_calls import on_autograd_grad
+from gradcheck_l2c.record.copies import on_copy
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
@@ -28,7 +29,7 @@ from gradcheck_l2c.record.locations import (
 )
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import STATE_DICT_LOAD, STATE_DICT_SAVE
+from gradcheck_l2c.record.torch_internals import STATE_DICT_SAVE
 from gradcheck_l2c.record.writes import WriteLog
 
 Tensor = torch.Tensor
@@ -176,33 +177,6 @@ def on_grad_set(mode: Mode, func, args, kwargs):
         if key is not None:
             mode.state.updates.grad_written(key, user_site(1))
     return out
-
-
-def on_copy(mode: Mode, func, args, kwargs):
-    target = args[0]
-    state = mode.state
-    if target.requires_grad and target.is_leaf and not _is_grad_enabled():
-        sources = list(args[1:2])
-        if kwargs:
-            sources += [v for v in kwargs.values() if isinstance(v, Tensor)]
-        if mode.writes.snapshots:
-            mode.writes.check_snapshots(func, tuple(sources))
-        out = func(*args, **kwargs)
-        # the stack walks (whether load_state_dict copies, the user's line) only if a cut is recorded
-        mode.cuts.reenter("state_dict_reload", functools.partial(_copy_label, func), sources, [target])
-        state.reloaded(target)
-        return out
-    out = func(*args, **kwargs)
-    if not _is_grad_enabled():
-        mode.cuts.no_grad_op(func, args, kwargs, out)
-    elif state.taints:
-        state.taints.mark(out, state.taints.of_args(args, kwargs))
-    return out
-
-
-def _copy_label(func: Any) -> str:
-    """How a ``copy_`` into a parameter under ``no_grad`` is named: ``load_state_dict()`` when it made it."""
-    return "load_state_dict()" if STATE_DICT_LOAD in library_callers(1) else f".{func.__name__}()"
 
 
 def on_requires_grad(mode: Mode, func, args, kwargs):

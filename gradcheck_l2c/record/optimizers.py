@@ -221,7 +221,7 @@ class OptimizerLog:
         """``optimizer.zero_grad()`` (or a module's) ran at ``site``."""
         if isinstance(optimizer, torch.nn.Module):
             self._module_cleared = (weakref.ref(optimizer), site, self.clock.backwards)
-            return
+            return self.use.module_cleared(optimizer, self.registry.key_of, self.live, site)
         self._cleared[id(optimizer)] = (site, self.clock.backwards, self.clock.assigned)
         record = self.live.get(id(optimizer))
         if record is not None and record.optimizer() is optimizer:

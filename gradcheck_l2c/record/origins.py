@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.graph import grad_fn_of
 from gradcheck_l2c.record.locations import Site, StackEntry, user_frame, user_stack, user_stack_sites
 from gradcheck_l2c.record.torch_internals import sequence_nr
@@ -23,6 +24,9 @@ Tensor = torch.Tensor
 MADE = "gradcheck_made"
 #: The key, in an autograd node's metadata, of the user line that last set its tensor as a module attribute.
 KEPT = "gradcheck_kept"
+#: The key, in an autograd node's metadata, of the user lines that made the node of the first graph-freeing backward's
+#: graph that took it in (`Origins.note_takers`).
+TAKEN = "gradcheck_taken"
 #: What a backward that does not keep its graph frees: its newest root's sequence number, where it was called
 #: and the user frames on the way.
 Freeing = tuple[int, Site | None, tuple[Site, ...]]
@@ -111,7 +115,27 @@ class Origins:
                     newest = number
         if newest < 0:
             return None
+        if self.recording:
+            self.note_takers(roots)
         return (newest, *(called_from or user_stack_sites(1)))
+
+    @staticmethod
+    def note_takers(roots: Any) -> None:
+        """The first backward that frees its graph is about to run: note on each node of that graph the lines that
+        made the node taking it in (a value a later backward finds freed was taken in there: a peer's output used as
+        a target without ``.detach()``). One walk, once a run."""
+        for node in graph.iter_nodes(_nodes(roots), graph.SAFE_WALK):
+            stack = node.metadata.get(MADE)
+            if stack is None:
+                continue
+            for child, _ in node.next_functions:
+                if child is not None and not hasattr(child, "variable") and TAKEN not in child.metadata:
+                    child.metadata[TAKEN] = stack
+
+    @staticmethod
+    def taken_at(node: Any) -> tuple[StackEntry, ...] | None:
+        """The user lines that made the node of the first graph-freeing backward's graph that took ``node`` in."""
+        return node.metadata.get(TAKEN)
 
     def backward_ran(self, freeing: Freeing | None) -> None:
         """That backward returned: one that did not keep its graph freed every node made up to its newest root

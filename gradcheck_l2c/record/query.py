@@ -38,7 +38,7 @@ from gradcheck_l2c.record.selection import selected
 from gradcheck_l2c.record.source_sites import module_site
 from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.terms import TakenGradient, TermLog
-from gradcheck_l2c.record.gradient_use import UnreadBackward
+from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.updates import Unchanged
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -182,9 +182,9 @@ class TraceRecord:
         return self._optimizers.records
 
     @property
-    def unread_backwards(self) -> list[UnreadBackward]:
-        """Backward lines whose gradients every optimizer cleared before any step read them, time after time."""
-        return self._optimizers.use.never_read()
+    def gradient_use(self) -> GradientUse:
+        """Which backward lines' gradients the steps read, and which a ``zero_grad()`` cleared unread."""
+        return self._optimizers.use
 
     @property
     def unchanged(self) -> list[Unchanged]:

@@ -549,9 +549,23 @@ KNOWN_MISSES: dict[str, str] = {
     "b34e_mmcv_cumulative_hook_beside_optimizer_hook":
         "first pass: autograd_error e :65, the loss both hooks backpropagate (the first at :23 freed its graph); the "
         "case names the custom_hooks config (:74) that registered the second hook",
+    # Batch 35, first pass 6 of 12 on 4afb82b (tests/cases/README.md): what the tool says instead.
+    "b35e_kd_chunked_ce_loss_as_aux":
+        "first pass: nothing. The cross-entropy term is the aux output of torch.func.grad_and_value(has_aux=True) run "
+        "inside a custom Function's forward, summed into the loss the Function returns; the gradients its backward "
+        "hands back were taken of the other term only, and no cut of a graph the trace follows is on the way",
+    "b35f_mse_adapter_fusion_embedding_not_passed":
+        "autograd_error e :66: the loss, computed from the frozen language model alone, is bound there; the case names "
+        "the call that should pass the adapter's output (:54). That output (made at :53, dropped unused) has more "
+        "than one value, and the trace follows only scalars left unused",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
+    # Batch 35's round: a mechanism added for batch 35 finds it in an earlier twin.
+    "b23e_bertfp_grad_accum_backward_only_in_else":
+        "optimizer e :45: the twin keeps the report's optimizer.zero_grad() (and model.zero_grad()) at the top of each "
+        "micro-batch while it steps every gradient_accumulation_steps=2 batches, so each step sees only the last "
+        "micro-batch (true of the report's code: the thread fixed the backward in the else branch only)",
     # Batch 32, first pass.
     "b32f_slime_moe_noise_uses_w_gate":
         "non_differentiable e :40 and optimizer w :69: the report's gate computes its load-balancing `load` with "
@@ -599,6 +613,15 @@ KNOWN_NOISY: dict[str, str] = {
         "optimizer w :69: the critic gets gradients through the actor's loss and is in no optimizer: the script "
         "keeps SAC's actor update only (true of the script)",
 }
+
+
+@pytest.fixture(autouse=True)
+def default_dtype_restored():
+    """A case may change process-wide defaults (NIDN's FDTD backend sets float64 on import): the next test, in this
+    file or another, starts from torch's own."""
+    dtype = torch.get_default_dtype()
+    yield
+    torch.set_default_dtype(dtype)
 
 
 def _run(path: Path, entry: str) -> tuple[list[Any], BaseException | None]:

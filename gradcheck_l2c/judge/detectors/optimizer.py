@@ -11,6 +11,7 @@ from __future__ import annotations
 from gradcheck_l2c.judge.backward_branch import branch_around_backward
 from gradcheck_l2c.judge.listing import listed
 from gradcheck_l2c.judge.scopes import follows_in_scope
+from gradcheck_l2c.judge.unread_gradients import unread_findings
 from gradcheck_l2c.records import Finding
 
 KIND = "optimizer"
@@ -134,7 +135,7 @@ def scan(run) -> list[Finding]:
     # scheduler step that stands in its place, with the backward as symptom)
     lines = {(f.file, f.line) for f in never}
     lines |= {(p.file, p.line) for f in never for p in f.related if p.role == "symptom"}
-    return found + _unread(run, lines) + never + _drawn_in_forward(run)
+    return found + unread_findings(run, lines) + never + _drawn_in_forward(run)
 
 
 def _never_stepped(run) -> list[Finding]:
@@ -245,26 +246,6 @@ def _stepped_beside(run, record):
     return next((other for other in run.record.optimizers if other.position in record.shared_with
                  and other.step_order >= 0 and other.step_site is not None
                  and follows_in_scope(shared, other.step_site)), None)
-
-
-def _unread(run, never: set[tuple[str, int]]) -> list[Finding]:
-    """Backwards whose gradients no step read: the optimizer stepped before them and cleared them after (not
-    those of an optimizer that never stepped, at the lines in ``never``: its missing step is the finding)."""
-    found = []
-    erased = {event.extra.get("optimizer") for event in run.record.events(KIND) if event.detail in ("erased", "swapped")}
-    for entry in run.record.unread_backwards:
-        if entry.optimizer in erased or (entry.site is not None and (entry.site.file, entry.site.line) in never):
-            continue  # a zero_grad() between backward and step: told as erased gradients, at that zero_grad()
-        found.append(run.finding(
-            KIND, "warning", entry.optimizer, entry.step_site or entry.site,
-            f"{entry.optimizer}.step() here runs before the backward at {entry.site}, and the next zero_grad() (at "
-            f"{entry.cleared_at}) clears the gradients that backward gave, so no step ever reads them: that loss "
-            "changes no weight.",
-            f"call {entry.optimizer}.step() after every backward() whose gradients it should use (move it below the "
-            f"backward at {entry.site}).",
-            entry.count, related={"symptom": entry.site},
-        ))
-    return found
 
 
 def _none(run, watched, record, anew: bool = False) -> tuple[str, str]:

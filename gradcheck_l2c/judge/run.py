@@ -280,11 +280,12 @@ def value_cuts(record: TraceRecord, value: Any) -> list[Finding]:
 
 def _step_miss_findings(run: Run, watched: Watched, miss: StepMiss) -> list[Finding]:
     """The cuts that kept a tensor's gradient from every optimizer step that updated it; its other
-    gradients (from other losses) were cleared before those steps."""
+    gradients (from other losses) were cleared before those steps. The symptom: a ``.grad`` read that found None or
+    zeros, else the first such step."""
     findings = []
     steps = f"{miss.steps} time{'s' if miss.steps != 1 else ''}"
     for event in ordered_events(miss.chains):
-        finding = run.cut_finding(event, watched.name, symptom=miss.site)
+        finding = run.cut_finding(event, watched.name, symptom=watched.grad_read or miss.site)
         message = (f"{finding.message.rstrip('.')}, so {miss.optimizer}.step() found no gradient for it "
                    f"({steps}); the gradients it got from other losses were cleared before the step.")
         findings.append(dataclasses.replace(finding, message=message))

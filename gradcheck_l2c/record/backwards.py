@@ -232,7 +232,8 @@ class BackwardLog:
         watched = registry.get(tensor)
         if watched is not None:
             if watched.ever_grad and value is None:
-                read_cleared(self.optimizers, watched, site)
+                reader = user_frame(2)
+                read_cleared(self.optimizers, watched, site, reader.f_code if reader is not None else None)
             watched.grad_read = watched.grad_read or site
             if watched.ever_grad and watched.key in self.cut_off:
                 watched.cut_read = watched.cut_read or site  # it learnt before, but not from this loss

@@ -1,6 +1,6 @@
 """What the statements on a line of compiled user code do, read from its code object (never its text): the
 lines of a function's ``return``s, the lines that store a value as an attribute of an object, those that bind
-a name, and the attribute an instruction reads a value through."""
+a name, the attribute an instruction reads a value through, and the lines a function runs itself."""
 from __future__ import annotations
 
 import dis
@@ -24,6 +24,12 @@ def stores_attribute(code: CodeType, line: int) -> bool:
     """Whether ``line`` of ``code`` sets an attribute of an object (``self.state = ...``): a value it stores
     there outlives the frame that made it."""
     return line in _lines_of(code, _ATTRIBUTE_STORES)
+
+
+@functools.cache
+def own_lines(code: CodeType) -> frozenset[int]:
+    """The lines ``code`` runs itself (not those of the functions it defines)."""
+    return frozenset(line for *_, line in code.co_lines() if line is not None)
 
 
 def last_binding(code: CodeType, name: str, line: int) -> int | None:

@@ -75,9 +75,12 @@ class CutRecorder:
         # keys whose gradient arrived where it was meant to: this cut changed nothing for them (a zero-
         # derivative op also explains exactly-zero gradients that did arrive)
         settled = self.taints.settled if kind != "non_differentiable" else ()
+        # a path that already sends back only zeros (through ``torch.normal``'s parameters, a ``round``) loses nothing
+        # here: only the keys a nonzero gradient could reach are cut (a zero-derivative op's own cut reaches them all)
+        reach = self.reach if kind == "non_differentiable" else self.reach.carrying
         for tensor in tensors:
             inherited = self.taints.merge(inherited, self.taints.get(tensor))
-            keys = self.reach(tensor)
+            keys = reach(tensor)
             if exclude:
                 keys = keys - exclude
             if settled:

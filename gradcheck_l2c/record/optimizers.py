@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any
 
 import torch
 
+from gradcheck_l2c.record.code_lines import own_lines
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.held import HeldTensors
@@ -134,8 +136,8 @@ class OptimizerLog:
         self.misses: dict[int, StepMiss] = {}
         # id(optimizer) -> (backward calls, assigned gradients) seen at its last step; -> its latest zero_grad()
         self._last_step: dict[int, tuple[int, int]] = {}
-        self._cleared: dict[int, tuple[Site | None, int, int]] = {}
-        self._module_cleared: tuple[weakref.ref, Site | None, int] | None = None  # the latest Module.zero_grad()
+        self._cleared: dict[int, tuple[Site | None, int, int, tuple[Site, ...]]] = {}
+        self._module_cleared: tuple[weakref.ref, Site | None, int, tuple[Site, ...]] | None = None  # latest Module's
         self.stepped_since: list[set[int]] = []  # the keys of each optimizer that stepped since the last backward
         self.left_out = LeftOutLeaves(registry, events)  # plain leaves that optimizers holding such leaves left out
         self.last_reached: set[int] | frozenset[int] = frozenset()  # the keys the latest backward reached
@@ -217,12 +219,12 @@ class OptimizerLog:
         elif watched.user_leaf and self.plain_leaves:
             self.left_out.first_gradient(watched.key, tensor)
 
-    def cleared(self, optimizer: Any, site: Site | None) -> None:
-        """``optimizer.zero_grad()`` (or a module's) ran at ``site``."""
+    def cleared(self, optimizer: Any, site: Site | None, path: tuple[Site, ...] = ()) -> None:
+        """``optimizer.zero_grad()`` (or a module's) ran at ``site``, called through the user lines ``path``."""
         if isinstance(optimizer, torch.nn.Module):
-            self._module_cleared = (weakref.ref(optimizer), site, self.clock.backwards)
+            self._module_cleared = (weakref.ref(optimizer), site, self.clock.backwards, path)
             return self.use.module_cleared(optimizer, self.registry.key_of, self.live, site)
-        self._cleared[id(optimizer)] = (site, self.clock.backwards, self.clock.assigned)
+        self._cleared[id(optimizer)] = (site, self.clock.backwards, self.clock.assigned, path)
         record = self.live.get(id(optimizer))
         if record is not None and record.optimizer() is optimizer:
             self.use.cleared(id(optimizer), record.keys, record.name, record.step_site, site)
@@ -333,7 +335,7 @@ def _emptied_step(log: OptimizerLog, record: OptimizerRecord, optimizer: Any, pa
         return
     cleared = log._cleared.get(id(optimizer))
     clock = log.clock
-    erased_at = cleared[0] if cleared is not None and cleared[1:] == (clock.backwards, clock.assigned) else site
+    erased_at = cleared[0] if cleared is not None and cleared[1:3] == (clock.backwards, clock.assigned) else site
     log.events.record("optimizer", -1 if key is None else key, erased_at, "erased",
                       optimizer=type(optimizer).__name__, size=len(params), step=site)
 
@@ -347,20 +349,29 @@ def step_undone(log: OptimizerLog, key: int) -> None:
         latest.undone, latest.undone_at = latest.undone + 1, latest.step_order
 
 
-def read_cleared(log: OptimizerLog, watched: Watched, read: Site | None) -> None:
+def read_cleared(log: OptimizerLog, watched: Watched, read: Site | None, reader: CodeType | None) -> None:
     """User code found None in ``.grad`` of a tensor that got gradients: a ``zero_grad()`` of an optimizer or a
     module holding it ran since the last backward and set it to None (the script saw no gradient where one came). Not
-    in a run whose code assigns gradients itself (``if p.grad is None: p.grad = torch.zeros_like(p)``, PCGrad)."""
+    in a run whose code assigns gradients itself (``if p.grad is None: p.grad = torch.zeros_like(p)``, PCGrad).
+    When the reading function (``reader``) itself called down to that ``zero_grad()``, it is named at that call (a
+    wrapper's ``update_params()`` that steps and clears), and a read above that call is none of this: it comes
+    before the next backward (the top of the next step), where None is what any step shows."""
     if log.clock.assigned:
         return
     now, tensor, by = log.clock.backwards, watched.tensor, None
     for record in log.live.values():
         entry = log._cleared.get(id(record.optimizer()))
         if entry is not None and entry[1] == now and watched.key in record.keys:
-            by = (entry[0], record.name)
+            by = (entry[0], record.name, entry[3])
     latest = log._module_cleared
     module = latest[0]() if latest is not None and latest[2] == now else None
     if by is None and module is not None and any(p is tensor for p in module.parameters()):
-        by = (latest[1], type(module).__name__)
-    if by is not None:
-        log.events.record("optimizer", watched.key, by[0], "read_cleared", read=read, by=by[1])
+        by = (latest[1], type(module).__name__, latest[3])
+    if by is None:
+        return
+    site, name, path = by
+    called = next((s for s in path if reader is not None and s.file == reader.co_filename
+                   and s.line in own_lines(reader)), None) if read is not None else None
+    if called is not None and read.line <= called.line:
+        return
+    log.events.record("optimizer", watched.key, called or site, "read_cleared", read=read, by=name)

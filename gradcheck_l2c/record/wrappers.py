@@ -28,6 +28,7 @@ from gradcheck_l2c.record.locations import (
     library_callers,
     user_site,
     user_stack,
+    user_stack_sites,
 )
 from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.origins import Origins
@@ -339,7 +340,7 @@ def clearing(state: TraceState, zero_grad: Callable[..., Any]) -> Callable[..., 
     @functools.wraps(zero_grad)
     def cleared(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
         if state.scope.in_trace_thread():
-            state.optimizers.cleared(optimizer, user_site(1))
+            state.optimizers.cleared(optimizer, *user_stack_sites(1))
         return zero_grad(optimizer, *args, **kwargs)
 
     return cleared

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from gradcheck_l2c.record import torch_internals
+from gradcheck_l2c.record import graph, torch_internals
 from gradcheck_l2c.record.args import data_items, flat, holds_tensor, inplace_targets, op_label, tensors_in
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
@@ -77,7 +77,7 @@ class CutRecorder:
         settled = self.taints.settled if kind != "non_differentiable" else ()
         # a path that already sends back only zeros (through ``torch.normal``'s parameters, a ``round``) loses nothing
         # here: only the keys a nonzero gradient could reach are cut (a zero-derivative op's own cut reaches them all)
-        reach = self.reach if kind == "non_differentiable" else self.reach.carrying
+        reach = self.reach.carrying if kind != "non_differentiable" and graph.zero_marked else self.reach
         for tensor in tensors:
             inherited = self.taints.merge(inherited, self.taints.get(tensor))
             keys = reach(tensor)

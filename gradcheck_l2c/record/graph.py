@@ -103,8 +103,15 @@ _ZERO = "gradcheck_zero_derivative"
 
 def mark_zero_derivative(tensor: torch.Tensor) -> None:
     """The node that made ``tensor`` sends back only zeros (``round``, ``torch.normal``'s parameters)."""
+    global zero_marked
     if tensor.grad_fn is not None:
         tensor.grad_fn.metadata[_ZERO] = True
+        zero_marked = True
+
+
+#: Whether any node was marked as sending back only zeros in this process: until one is, every path carries gradient
+#: and a walk need not look at each node's metadata.
+zero_marked = False
 
 
 def carries_gradient(node: Any) -> bool:

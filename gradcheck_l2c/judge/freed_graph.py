@@ -24,6 +24,11 @@ def freed_graph_words(fact: AutogradError, name: str, call: str, said: str) -> t
                 f"backward() on it and freed its graph, and nothing was computed anew in between{said}.",
                 f"delete this backward (the gradients of `{name}` arrived with the first one), or the one the call at "
                 f"line {first.line} runs; pass retain_graph=True to the first only if both must run.")
+    if fact.detail.get("by_grad"):
+        return (f"this torch.autograd.grad() ran without retain_graph=True and freed the graph behind its outputs; "
+                f"backward(){call} then runs through that graph again (its loss uses a value computed in it){said}.",
+                "pass retain_graph=True to this torch.autograd.grad() (and create_graph=True if a loss uses the "
+                "gradients it returns, as a force-matching loss does), or compute the value again for the loss.")
     if fact.detail.get("root") and isinstance(inner, Site):
         return (f"the forward pass that starts on this line and ends in the loss at {inner} ran once, and "
                 f"backward(){call} runs through its graph again after {earlier} freed it: nothing new is "

@@ -219,13 +219,16 @@ class ErrorRecorder:
                 first, again = _called_again(origins.freed_path) if root else (None, None)
                 made = origins.site_in_running(stack)
                 taken, earlier = (None, False) if root else taken_in(self.registry, origins, self.stepped, node, above)
-                site = again or origins.kept_at(node) or self._stored_at(stack) or (
+                # freed by ``autograd.grad`` (forces taken in a forward without retain_graph): that call is the one
+                by_grad = origins.freed_by if origins.freed_by_grad and isinstance(origins.freed_by, Site) else None
+                site = again or by_grad or origins.kept_at(node) or self._stored_at(stack) or (
                     _first_made(origins, node, stack) if root else taken) or made
                 detail = {"node": type(node).__name__, "freed_by": origins.freed_by, "root": root,
                           "inner": stack[0][2] if stack and stack[0][2] != site else None, "first_call": first,
                           "kept": not again and site is not None and site == origins.kept_at(node),
                           "taken_in": site is not None and site == taken and made not in (None, site),
-                          "taken_earlier": earlier and site is not None and site == taken}
+                          "taken_earlier": earlier and site is not None and site == taken,
+                          "by_grad": site is not None and site == by_grad}
                 return site, detail
             for child, _ in node.next_functions:
                 if child is not None and id(child) not in seen:

@@ -50,8 +50,8 @@ def _in_shared_frame(step_stack: tuple, failed_stack: tuple) -> Site | None:
 
 
 class Graphless(NamedTuple):
-    """backward() of a value without autograd graph: each cut its inputs went through (place, operation,
-    kind) and the watched tensors it cut."""
+    """backward() of a value without autograd graph (or ``autograd.grad`` of an input its outputs' graph does not
+    reach): each cut the values went through (place, operation, kind) and the watched tensors it cut."""
 
     cuts: tuple[tuple[Site | None, str, str, tuple[str, ...]], ...]
 
@@ -68,8 +68,8 @@ class FailureRecorder:
         self.registry, self.taints, self.events, self.writes = registry, taints, events, writes
         self.optimizers, self.cuts, self.backwards, self._discover = optimizers, cuts, backwards, discover
 
-    def failed(self, error: RuntimeError, roots: list[torch.Tensor]) -> BackwardFailure | None:
-        """What the trace knows about why this backward failed, or None."""
+    def failed(self, error: RuntimeError, roots: list[torch.Tensor], inputs: Any = None) -> BackwardFailure | None:
+        """What the trace knows about why this backward (or ``autograd.grad`` of ``inputs``) failed, or None."""
         text = str(error)
         if "modified by an inplace operation" in text:
             return self._stale(text, roots)
@@ -79,7 +79,26 @@ class FailureRecorder:
             if frame is not None:
                 self._discover(frame)
             return self._graphless(roots)
+        if "appears to not have been used in the graph" in text and inputs is not None:
+            return self._unused(roots, [inputs] if isinstance(inputs, torch.Tensor) else list(inputs))
         return None
+
+    def _unused(self, roots: list[torch.Tensor], inputs: list[Any]) -> Graphless | None:
+        """``autograd.grad`` found an input unused: when the outputs' values came from it only through cuts (its
+        positions sent to NumPy and back, detached), those cuts are why, judged as cuts of that input with the refused
+        call as where its gradient was asked for."""
+        keys = {key for key in map(self.registry.key_of, inputs) if key is not None}
+        taint = None
+        for root in roots:
+            taint = self.taints.merge(taint, self.taints.get(root))
+        chains = {key: chain for key, chain in (taint.chains.items() if taint is not None else ()) if key in keys}
+        if not chains:
+            return None
+        site = user_site(2)
+        for key in chains:
+            watched = self.registry.all[key]
+            watched.grad_read = watched.grad_read or site
+        return self._graphless([], Taint(chains))
 
     def _stale(self, text: str, roots: list[torch.Tensor]) -> StaleSaved | None:
         match = _MESSAGE.search(text)
@@ -148,8 +167,7 @@ class FailureRecorder:
                         found.append((id(param) in near, record))
         return next((record for saved, record in found if saved), found[0][1] if found else None)
 
-    def _graphless(self, roots: list[torch.Tensor]) -> Graphless | None:
-        taint = None
+    def _graphless(self, roots: list[torch.Tensor], taint: Taint | None = None) -> Graphless | None:
         for root in roots:
             taint = self.taints.merge(taint, self.taints.get(root))
         frame = user_frame(3)

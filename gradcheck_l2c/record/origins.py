@@ -27,9 +27,9 @@ KEPT = "gradcheck_kept"
 #: The key, in an autograd node's metadata, of the user lines that made the node of the first graph-freeing backward's
 #: graph that took it in (`Origins.note_takers`).
 TAKEN = "gradcheck_taken"
-#: What a backward that does not keep its graph frees: its newest root's sequence number, where it was called
-#: and the user frames on the way.
-Freeing = tuple[int, Site | None, tuple[Site, ...]]
+#: What a backward that does not keep its graph frees: its newest root's sequence number, where it was called,
+#: the user frames on the way, and whether it was ``autograd.grad`` (gradients returned, not accumulated).
+Freeing = tuple[int, Site | None, tuple[Site, ...], bool]
 BUDGET = 20_000
 _is_inference_mode = torch.is_inference_mode_enabled
 
@@ -45,6 +45,7 @@ class Origins:
         self.freed_up_to: int | None = None  # sequence number of the newest root a backward freed
         self.freed_by: Site | None = None  # the user line of that backward
         self.freed_path: tuple[Site, ...] = ()  # the user lines that called it, innermost first
+        self.freed_by_grad = False  # that backward was ``autograd.grad`` (forces taken inside a forward)
         # (innermost user line, all of them) of the backward() about to run, told by its handler (one walk for both)
         self.called_from: tuple[Site | None, tuple[Site, ...]] | None = None
 
@@ -96,7 +97,7 @@ class Origins:
         if self._left <= 0:
             self.recording = False
 
-    def backward_starts(self, roots: Any, keep_graph: bool) -> Freeing | None:
+    def backward_starts(self, roots: Any, keep_graph: bool, returns: bool = False) -> Freeing | None:
         """A backward of the traced thread is about to run: what it frees if it returns (read now, while the
         interpreter's caches are warm from the forward, not after the engine's work evicted them)."""
         called_from, self.called_from = self.called_from, None
@@ -117,7 +118,7 @@ class Origins:
             return None
         if self.recording:
             self.note_takers(roots)
-        return (newest, *(called_from or user_stack_sites(1)))
+        return (newest, *(called_from or user_stack_sites(1)), returns)
 
     @staticmethod
     def note_takers(roots: Any) -> None:
@@ -143,7 +144,7 @@ class Origins:
         ``create_graph`` before its loss are part of that first iteration)."""
         if freeing is not None:
             self.recording = False
-            newest, self.freed_by, self.freed_path = freeing
+            newest, self.freed_by, self.freed_path, self.freed_by_grad = freeing
             self.freed_up_to = max(newest, self.freed_up_to if self.freed_up_to is not None else -1)
 
     # ---- answers, read when an error is recorded ----------------------------------------------------

@@ -99,7 +99,7 @@ class TraceState:
         """PyTorch refused the backward called at ``site``: record why, and add the judge's words to its error
         (its type and traceback stay the same). ``inputs``: what an autograd.grad differentiated."""
         self.ddp.error(error, site)
-        failure = self.failures.failed(error, roots)
+        failure = self.failures.failed(error, roots, inputs)
         self._note(error, lambda: self.errors.backward(error, roots, site, failure, inputs))
 
     def op_failed(self, error: RuntimeError, func: Any, args: tuple, kwargs: dict) -> None:

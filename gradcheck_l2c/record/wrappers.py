@@ -262,7 +262,8 @@ class CountingEngine:
             return self._engine.run_backward(*args, **kwargs)
         roots = args[0] if args else kwargs.get("tensors")
         keep_graph = bool(args[2] if len(args) > 2 else kwargs.get("keep_graph", False))
-        freeing = self._origins.backward_starts(roots, keep_graph)
+        returns = not kwargs.get("accumulate_grad", args[6] if len(args) > 6 else True)  # autograd.grad's pass
+        freeing = self._origins.backward_starts(roots, keep_graph, returns)
         backward_starts(self._registry)
         if self._terms.fresh:
             self._terms.backward_starts(roots)

@@ -71,13 +71,14 @@ def _inference_block(fact: AutogradError) -> Site | None:
 
 def _explained(run, fact: AutogradError) -> bool:
     """Another finding names this refusal's cause: the in-place write a saved tensor was changed by, the
-    cuts that left a loss without graph, DDP's waiting for an unused parameter."""
+    cuts that left a loss without graph or an input of ``autograd.grad`` unused, DDP's waiting for an unused
+    parameter."""
     failure = fact.failure
     if fact.category == "ddp":
         return True
     if isinstance(failure, StaleSaved) and failure.writer is not None:
         return True
-    if fact.category not in ("graphless", "inplace_saved"):
+    if fact.category not in ("graphless", "inplace_saved", "unused_input"):
         return False
     sites = {(site.file, site.line) for site, *_ in failure.cuts if site is not None} \
         if isinstance(failure, Graphless) else set()

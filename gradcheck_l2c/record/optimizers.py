@@ -353,9 +353,9 @@ def read_cleared(log: OptimizerLog, watched: Watched, read: Site | None, reader:
     """User code found None in ``.grad`` of a tensor that got gradients: a ``zero_grad()`` of an optimizer or a
     module holding it ran since the last backward and set it to None (the script saw no gradient where one came). Not
     in a run whose code assigns gradients itself (``if p.grad is None: p.grad = torch.zeros_like(p)``, PCGrad).
-    When the reading function (``reader``) itself called down to that ``zero_grad()``, it is named at that call (a
-    wrapper's ``update_params()`` that steps and clears), and a read above that call is none of this: it comes
-    before the next backward (the top of the next step), where None is what any step shows."""
+    A read in a function that itself called down to that ``zero_grad()`` (``reader``), above that call, is none of
+    this: it comes before the next backward (the top of the next step, after a wrapper's ``update_params()`` that
+    stepped and cleared), where None is what any step shows."""
     if log.clock.assigned:
         return
     now, tensor, by = log.clock.backwards, watched.tensor, None
@@ -374,4 +374,4 @@ def read_cleared(log: OptimizerLog, watched: Watched, read: Site | None, reader:
                    and s.line in own_lines(reader)), None) if read is not None else None
     if called is not None and read.line <= called.line:
         return
-    log.events.record("optimizer", watched.key, called or site, "read_cleared", read=read, by=name)
+    log.events.record("optimizer", watched.key, site, "read_cleared", read=read, by=name)

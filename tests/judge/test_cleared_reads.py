@@ -1,7 +1,7 @@
-"""A ``.grad`` read that finds None after a ``zero_grad()``: when the reading function itself called down to that
-``zero_grad()`` (a training wrapper's ``update_params()`` that runs backward, step and zero_grad in one call, as
-mmengine's), the read is named at that call, the line the reader can change; a read above that call, at the top of the
-next step before its backward, finds the None any step starts from and is silent."""
+"""A ``.grad`` read that finds None after a ``zero_grad()`` that ran since the backward (here inside a training
+wrapper's ``update_params()`` that runs backward, step and zero_grad in one call, as mmengine's) is named at that
+``zero_grad()``, the read as symptom; a read above the call that reached it, at the top of the next step before its
+backward, finds the None any step starts from and is silent."""
 from __future__ import annotations
 
 CODE = """
@@ -41,9 +41,9 @@ def findings(snippet, before="pass", after="pass"):
     return script, [f for f in script.run().findings if f.severity in ("error", "warning")]
 
 
-def test_a_read_after_the_wrapper_call_is_named_at_that_call(snippet):
+def test_a_read_after_the_wrapper_call_is_named_at_the_zero_grad(snippet):
     script, found = findings(snippet, after="print(model.weight.grad)  # <- read")
-    assert [(f.kind, f.line) for f in found] == [("optimizer", script.line("call"))]
+    assert [(f.kind, f.line) for f in found] == [("optimizer", script.line("clear"))]
     assert any(r.role == "symptom" and r.line == script.line("read") for r in found[0].related)
     assert "set it to None after the backward that gave it" in found[0].message
 

@@ -32,6 +32,7 @@ from gradcheck_l2c.record.locations import (
 from gradcheck_l2c.record.numpy_exits import NumpyExits, numpy_made
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Scope
+from gradcheck_l2c.record.settled_exits import SettledExits
 from gradcheck_l2c.record.taint import Taint, TaintStore, fresh
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -55,9 +56,9 @@ class CutRecorder:
                  scope: Scope) -> None:
         self.registry, self.reach, self.events, self.taints, self.scope = registry, reach, events, taints, scope
         self.numpy_exits = NumpyExits(taints, events)  # tainted values that left for NumPy, to tie what comes back
-        # tensors rebuilt from a watched leaf under no_grad (`w = w - lr * w.grad`), by id:
-        # (the tensor, the leaf's key, the line, the op)
+        # tensors rebuilt from a watched leaf under no_grad (`w = w - lr * w.grad`), by id: (tensor, key, line, op)
         self.replacements: dict[int, tuple[weakref.ref, int, Site | None, str]] = {}
+        self.settled_exits = SettledExits(reach, taints, events)  # detached values whose weights had all learnt
 
     def cut(self, kind: str, detail: str, tensors: list[Tensor], site: Site | None = None,
             exclude: frozenset[int] = frozenset(), rebuilt: int | None = None, **extra: Any) -> Taint | None:

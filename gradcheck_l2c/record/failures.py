@@ -174,6 +174,8 @@ class FailureRecorder:
         if taint is None and frame is not None:  # a variable rebound to a no_grad copy of a watched leaf?
             for value in frame.f_locals.values():
                 taint = self.taints.merge(taint, self.cuts.replacement_of(value))
+            if taint is None:  # values detached after their weights had learnt (kept in a list to average)?
+                taint = self.cuts.settled_exits.found_in(frame.f_locals.values())
         if taint is None:
             return None
         self.backwards.dead_ends.append(taint)

@@ -127,6 +127,8 @@ def on_detach(mode: Mode, func, args, kwargs):
         in_state_dict = STATE_DICT_SAVE in callers
         label = "state_dict()" if in_state_dict else f".{func.__name__}()"
         taint = mode.cuts.cut("detach", label, [tensor])
+        if taint is None:
+            mode.cuts.settled_exits.left("detach", label, tensor, out)
         state.taints.mark(out, taint)
         if in_state_dict and tensor.is_leaf and tensor.requires_grad and called_by_user_past_torch(1):
             mode.writes.snapshot(tensor, out)  # an installed library's own state_dict() views are its business
@@ -145,6 +147,8 @@ def on_data_get(mode: Mode, func, args, kwargs):
             state.taints.mark(out, state.taints.get(tensor))
             return out
         taint = mode.cuts.cut("data_attr", ".data", [tensor])
+        if taint is None:
+            mode.cuts.settled_exits.left("data_attr", ".data", tensor, out)
         state.taints.mark(out, taint)
     return out
 

@@ -9,6 +9,7 @@ from gradcheck_l2c.record.watch import WatchRegistry
 
 _REACH = "gradcheck_reach"  # the answer, cached in the metadata of the node it was asked for
 _LIVE = "gradcheck_live_reach"  # the same, counting only paths a nonzero gradient can take
+BACKWARD_ROOT = "gradcheck_backward_root"  # marks the node of a loss a whole-graph backward ran from
 
 
 class Reachability:
@@ -62,5 +63,7 @@ class Reachability:
     @staticmethod
     def remember(root: torch.Tensor, keys: frozenset[int]) -> None:
         """Every leaf a whole-graph backward of ``root`` could reach has fired its hook: later ``.item()``
-        calls on this loss need no graph walk."""
-        root.grad_fn.metadata.setdefault(_REACH, keys)
+        calls on this loss need no graph walk, and a later ``.detach()`` of it is a logged loss."""
+        metadata = root.grad_fn.metadata
+        metadata.setdefault(_REACH, keys)
+        metadata[BACKWARD_ROOT] = True

@@ -1,6 +1,7 @@
 """The words for a backward refused because its loss has no graph (``element 0 of tensors does not require grad``), by
-what the run knows of why: inference mode (the script's, or a library object's loop), a custom Function's forward,
-every parameter frozen, the loss computed on its line from values without gradient, or nothing the trace saw."""
+what the run knows of why: inference mode (the script's, or a library object's loop), gradients turned off around the
+call, a custom Function's forward, every parameter frozen, the loss computed on its line from values without gradient,
+or nothing the trace saw."""
 from __future__ import annotations
 
 from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
@@ -14,6 +15,19 @@ def under_inference_mode(fact: AutogradError) -> Site | None:
         if off is not None:
             return site
     return None
+
+
+def under_grad_off(fact: AutogradError) -> Site | None:
+    """For a backward called with gradients off, the line to run with them on: the call into the function that ran
+    that backward (it computed the loss too), unless that function itself turned them off (its own ``with`` block or
+    decorator is then the place, `grad_disabled_at`); the backward's own line at the top of the script."""
+    running = fact.detail.get("grad_off", ())
+    if not running:
+        return None
+    off = grad_disabled_at(running[0])
+    if off is not None:
+        return off.site
+    return running[1] if len(running) > 1 else running[0]
 
 
 def graphless_words(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
@@ -33,6 +47,14 @@ def graphless_words(fact: AutogradError, name: str, call: str, said: str) -> tup
                 "inference_mode=False), which uses torch.no_grad() instead, under which enable_grad() works), or "
                 "compute the gradient outside its loops.")
     what = f"`{name}`" if name != "backward()" else "its loss"
+    running = fact.detail.get("grad_off", ())
+    if running:
+        off = next((found for found in map(grad_disabled_at, running) if found is not None), None)
+        where = f" (by `{off.statement}` at {off.site})" if off is not None else " (by a library's code that called it)"
+        return (f"backward(){call} ran with gradients turned off{where}, so {what} was computed without a graph: "
+                f"PyTorch refused the backward{said}.",
+                "run this call under `with torch.enable_grad():` (it turns recording back on inside torch.no_grad()), "
+                "or call it outside the block that turned gradients off.")
     function = fact.detail.get("forward_of")
     if function is not None:
         return (f"this line runs inside {function}.forward, and a custom autograd.Function's forward always runs "

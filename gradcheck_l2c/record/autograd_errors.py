@@ -115,6 +115,8 @@ class ErrorRecorder:
                 made = last_binding(frame.f_code, subject, call.line) if frame is not None and call is not None else None
                 cause = Site(call.file, made) if made is not None else call
                 detail = {"forward_of": self.scope.custom_forwards[-1]}
+            elif category == "graphless" and not torch.is_grad_enabled():  # a caller's no_grad: where to turn them on
+                detail = {"grad_off": tuple(site for _, _, site in user_stack(1))}
             elif category == "graphless":
                 cause, detail = graphless_cause(self.registry, frame, subject, call)
             reaches = _reached_leaves(self.registry, roots)

@@ -25,6 +25,7 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "has returned an incorrect number of values")),
     ("retain_grad_no_grad", ("can't retain_grad on Tensor that has requires_grad=False",)),
     ("graphless", ("does not require grad and does not have a grad_fn",)),
+    ("once_differentiable", ("differentiate twice a function that was marked with @once_differentiable",)),
     ("requires_grad_non_leaf", ("you can only change requires_grad flags of leaf variables",)),
     ("inplace_multi_view", ("output of a function that returns multiple views",)),
     ("gradient_shape", ("Mismatch in shape: grad_output",)),

@@ -24,7 +24,7 @@ from gradcheck_l2c.record.handlers import (NORMALISING, PASSIVE_ON_PLAIN, consta
 from gradcheck_l2c.record.locations import LIBRARY, frame_kind, user_caller_site
 from gradcheck_l2c.record.saturation import CLAMPS, clamped_everywhere
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.torch_internals import is_compiling
+from gradcheck_l2c.record.torch_internals import is_compiling, tracing_state
 
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
@@ -98,9 +98,9 @@ class Interceptor(TorchFunctionMode):
         if kwargs is None:  # torch hands None for a call without keywords: a shared empty dict, not a new one
             kwargs = NO_KEYWORDS
         scope = self.scope
-        # torch's own optimizer code runs (nothing to see), or dynamo is tracing a compiled region: step aside
-        # (see README, torch.compile)
-        if scope.quiet or is_compiling():
+        # torch's own optimizer code runs (nothing to see), or dynamo is tracing a compiled region (see README,
+        # torch.compile), or ``torch.jit.trace`` is, which would record the tool's own ops and names too: step aside
+        if scope.quiet or is_compiling() or tracing_state() is not None:
             return func(*args, **kwargs) if kwargs else func(*args)
         plain = func in self.plain_ops
         if not plain:

@@ -40,7 +40,8 @@ PRIVATE_NAMES: dict[str, str] = {
                                                       "results: torch's layers under one that runs past the mode "
                                                       "are then called through nn.Module.__call__",
     "torch.nn.modules.module._global_backward_pre_hooks": "the same for global backward pre-hooks",
-    "torch._C._get_tracing_state": "a TorchScript trace running makes every module call record a scope: likewise",
+    "torch._C._get_tracing_state": "a TorchScript trace running makes every module call record a scope: likewise; "
+                                   "and records every op run meanwhile, the tool's own too, into its graph",
     "torch._C._set_grad_enabled": "--nan's check after every op turns gradients off in one call, without "
                                   "building a context manager",
     "torch._foreach_norm": "--grad-stats takes the norms of every gradient and weight in one call per backward",
@@ -59,6 +60,8 @@ def compiling_check() -> Any:
 
 #: `compiling_check`'s test, read by the interceptor at every op and by the patches at every step.
 is_compiling = compiling_check()
+#: The TorchScript tracer's state while ``torch.jit.trace`` (or the TorchScript ONNX exporter) runs, else None.
+tracing_state = torch._C._get_tracing_state
 
 
 #: Internal attributes of torch objects (not module-level names), and why.
@@ -153,7 +156,7 @@ def calls_go_to_forward() -> bool:
     tests exactly these)."""
     hooks = torch.nn.modules.module
     return not (global_forward_hooks() or hooks._global_backward_hooks or hooks._global_backward_pre_hooks
-                or torch._C._get_tracing_state())
+                or tracing_state())
 
 
 def compiled(module: torch.nn.Module) -> bool:

@@ -607,6 +607,30 @@ KNOWN_MISSES: dict[str, str] = {
     "b38e_swag_pooler_dropped_from_optimizer":
         "first pass: optimizer w :67, the grouped parameter list the optimizer takes; the case names the list "
         "comprehension three lines above (:64) that filtered the pooler out of named_parameters()",
+    # Batch 39 (first pass 2/12 on 2cc9d4f).
+    "b39a_grl_legacy_function_instance_call":
+        "first pass: silent; the script stops with torch's 'Legacy autograd function with non-static forward "
+        "method' error, raised by Function.__call__ in plain Python, not by an op or a backward the trace sees",
+    "b39a_passthrough_function_tuple_input":
+        "first pass: a hit at the line, of another kind: non_differentiable e :32, the custom Function given a "
+        "tuple (it sees no tensor input, so its outputs carry no gradient); the case calls the refused backward an "
+        "autograd_error",
+    "b39b_llama_kv_cache_backward_twice":
+        "first pass: autograd_error e :33, the value cache kept on the module; the case names the key cache a line "
+        "above (:32): both carry the freed graph, and the fix detaches both",
+    "b39c_massl_stale_outputs_after_step":
+        "first pass: inplace_saved e :84, the first optimizer's step that changed weights the retained graph saved "
+        "(its fix: step after every backward, or recompute the forward); the case names the loss that reuses the "
+        "labelled phase's outputs (:80), which the thread detaches",
+    "b39d_spikingjelly_stdp_on_grad_false_delta_dropped":
+        "first pass: optimizer e :97, an SGD stepping without any backward in the run; the case names the STDP "
+        "learner's step(on_grad=False) (:96), whose returned update is thrown away",
+    "b39e_style_transfer_closed_hooks_stale_features":
+        "first pass: autograd_error e :45, the backward that found the graph freed; the case names the read of the "
+        "closed hooks' stale features (:91), an attribute read the trace does not see as an op",
+    "b39f_torch_sparse_from_coo_private_values_detached":
+        "first pass: non_differentiable e :23, the sparse tensor's _indices(); the case names _values() on the next "
+        "line, which returns the values detached (a float result without history is no cut to the trace)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
@@ -661,6 +685,13 @@ KNOWN_NOISY: dict[str, str] = {
     "b20f_gail_airl_ppo_clamp_inplace_on_chunk_view":
         "optimizer w :69: the critic gets gradients through the actor's loss and is in no optimizer: the script "
         "keeps SAC's actor update only (true of the script)",
+    # Batch 39, first pass.
+    "b39c_massl_stale_outputs_after_step":
+        "unused_parameter e :34: the reconstruction decoder, made trainable for the unlabelled phase, whose loss uses "
+        "outputs the labelled phase computed with it frozen, detached in the thread's fix (true of the script)",
+    "b39d_spikingjelly_stdp_on_grad_false_delta_dropped":
+        "optimizer e :98: the SGD still steps at every time step with no backward in the run, the weight now "
+        "updated by hand (true of the script)",
 }
 
 

@@ -11,7 +11,7 @@ another finding already explains (`inplace_saved`, the cuts of a graphless loss,
 from __future__ import annotations
 
 from gradcheck_l2c.judge.freed_graph import freed_graph_words
-from gradcheck_l2c.judge.graphless import graphless_words, under_inference_mode
+from gradcheck_l2c.judge.graphless import graphless_words, under_grad_off, under_inference_mode
 from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
 from gradcheck_l2c.record.facts import AutogradError, Graphless, Site, StaleSaved
 from gradcheck_l2c.records import Finding
@@ -27,9 +27,11 @@ def scan(run) -> list[Finding]:
             continue
         name = run.name(fact.key) if fact.key is not None else fact.subject
         message, fix = words(fact, name)
-        where = place(fact)
-        # gradients were off because a library object's loop turned inference mode on: a no_grad cut, made there
-        kind = "no_grad" if where is not None and where == fact.detail.get("owner_made") else KIND
+        where = _differentiated_again(run, fact) or place(fact)
+        # gradients were off because a library object's loop turned inference mode on, or a caller turned them off
+        # around the backward: a no_grad cut, made there
+        kind = "no_grad" if where is not None and (where == fact.detail.get("owner_made") or
+                                                   where == under_grad_off(fact)) else KIND
         found.append(run.finding(kind, "error", name, where, message, fix, fact.count,
                                  related={"symptom": fact.call, "defined": fact.detail.get("inner")}))
     return found
@@ -39,7 +41,8 @@ def note(fact: AutogradError) -> str | None:
     """The note added to PyTorch's error: the line to change, what happened there, and the fix."""
     if fact.category in ("ddp", "other", "inplace_saved") or (fact.category == "graphless" and under_inference_mode(
             fact) is None and not fact.detail.get("frozen") and not fact.detail.get("forward_of")
-            and not fact.detail.get("owner_made") and not fact.detail.get("bound_here")):
+            and not fact.detail.get("owner_made") and not fact.detail.get("bound_here")
+            and not fact.detail.get("grad_off")):
         return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
     message, fix = words(fact, fact.subject)
     where = place(fact)
@@ -53,7 +56,18 @@ def place(fact: AutogradError) -> Site | None:
     innermost running line under the ``inference_mode`` that turned recording off, or the line that made the
     library object whose method turned it on; else PyTorch's call."""
     return (_inference_block(fact) or fact.cause or under_inference_mode(fact) or fact.detail.get("owner_made")
-            or fact.call)
+            or under_grad_off(fact) or fact.call)
+
+
+def _differentiated_again(run, fact: AutogradError) -> Site | None:
+    """For a backward that differentiated a ``@once_differentiable`` backward a second time: the latest line that took
+    gradients with ``create_graph=True`` which a backward then ran through (a surface normal used in the loss); that
+    derivative went through the Function."""
+    if fact.category != "once_differentiable":
+        return None
+    taken = run.record.taken_gradients
+    used = [gradient for gradient in taken if gradient.used] or taken
+    return used[-1].site if used else None
 
 
 def _inference_block(fact: AutogradError) -> Site | None:
@@ -329,6 +343,15 @@ def _detach_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[
             "zero them with optimizer.zero_grad()).")
 
 
+def _once_differentiable(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    return (f"backward(){call} differentiated a gradient taken with create_graph=True a second time, and that gradient "
+            f"went through a custom autograd.Function whose backward is marked @once_differentiable: its backward "
+            f"builds no graph to differentiate{said}.",
+            "take this derivative another way where it must be differentiated again (finite differences, or a "
+            "Function whose backward uses differentiable torch ops, without @once_differentiable), or leave it out of "
+            "the loss (create_graph=False) if it is only looked at.")
+
+
 def _other(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     if fact.cause is not None:
         return (f"this line raised inside backward(){call}, which then stopped before any gradient of that pass "
@@ -347,7 +370,7 @@ _WORDING = {
     "requires_grad_non_leaf": _requires_grad_non_leaf, "inplace_multi_view": _multi_view,
     "out_requires_grad": _out_requires_grad, "resize_requires_grad": _resize_requires_grad,
     "dtype_requires_grad": _dtype_requires_grad, "inplace_nograd_view": _nograd_view,
-    "inplace_function_view": _function_view, "detach_view": _detach_view,
+    "inplace_function_view": _function_view, "detach_view": _detach_view, "once_differentiable": _once_differentiable,
 }
 
 

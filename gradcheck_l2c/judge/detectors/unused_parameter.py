@@ -17,8 +17,12 @@ def scan(run) -> list[Finding]:
     families = _Families(run)
     # DDP's unused parameters, and those a backward of a leaf left out (`leaf_backward`), explained
     told = {f.tensor for f in run.findings if f.kind in ("ddp_unused", KIND)}
+    # in the graph of a backward PyTorch refused: they took part in a loss, and that refusal is the finding
+    refused = frozenset().union(*(error.reaches for error in record.autograd_errors))
     for watched in run.watched():
         if watched.ever_grad or record.missed(watched.key) is not None or watched.name in told:
+            continue
+        if watched.key in refused:
             continue
         if watched.gone_unused:
             continue  # the script dropped it before its first backward (a model replaced before training)

@@ -36,13 +36,15 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("inplace_nograd_view", ("mode and is being modified inplace with grad mode enabled",)),
     ("inplace_function_view", ("This view was created inside a custom Function",)),
     ("detach_view", ("Can't detach views in-place",)),
+    ("legacy_function", ("Legacy autograd function with non-static forward method",)),
     ("ddp", UNUSED_ERRORS),
 )
 #: The categories an op raises in forward (the others come from a backward or autograd.grad).
 IN_FORWARD = frozenset({"inplace_leaf", "inference_saved", "deepcopy_non_leaf", "numpy_requires_grad", "hook_no_grad",
                         "retain_grad_no_grad",
                         "requires_grad_non_leaf", "inplace_multi_view", "out_requires_grad", "resize_requires_grad",
-                        "dtype_requires_grad", "inplace_nograd_view", "inplace_function_view", "detach_view"})
+                        "dtype_requires_grad", "inplace_nograd_view", "inplace_function_view", "detach_view",
+                        "legacy_function"})
 _VIEW_OF = re.compile(r"Output (\d+) of (\w+) is a view")
 
 

@@ -35,6 +35,9 @@ from gradcheck_l2c.record.writes import WriteLog
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
 
+#: A sparse tensor's index tensors: where its values sit, which carry no gradient whatever the values do.
+SPARSE_STRUCTURE = frozenset(getattr(torch.Tensor, name) for name in (
+    "_indices", "indices", "crow_indices", "col_indices", "ccol_indices", "row_indices") if hasattr(torch.Tensor, name))
 #: Ops whose derivative is zero almost everywhere: a path through them carries no gradient.
 ZERO_DERIVATIVE = ("round", "floor", "ceil", "sign", "trunc", "fix", "sgn", "heaviside")
 #: Random draws whose derivative PyTorch defines as zero for their parameters (no reparameterization).
@@ -56,9 +59,10 @@ class Mode(Protocol):
 
 
 def non_differentiable(mode: Mode, func, args, kwargs, dead: list[Tensor]) -> None:
-    """An op in grad mode turned inputs with history into outputs without any."""
+    """An op in grad mode turned inputs with history into outputs without any (a sparse tensor's indices, its
+    structure and not its values, excepted)."""
     inputs = [a for a in tensors_in(args, kwargs) if a.requires_grad]
-    if not inputs:
+    if not inputs or func in SPARSE_STRUCTURE:
         return
     state = mode.state
     output = "bool" if all(d.dtype == torch.bool for d in dead) else "integer"  # a mask, or indices/a cast
@@ -337,6 +341,7 @@ def handler_table() -> dict[Any, Callable[..., Any]]:
         torch.asarray: on_rewrap,
         T.detach: on_detach,
         T.detach_: on_detach,
+        T._values: on_detach,  # a sparse COO tensor's values, detached (``.values()`` keeps the graph)
         # Attribute descriptors (torch's C tensor base defines them; the public class reaches them): a mode
         # receives their __get__/__set__ as the function called.
         T.data.__get__: on_data_get,

@@ -15,7 +15,8 @@
   sample, whose location's gradients cancel;
 - ``torch.from_numpy``, the legacy ``Variable(...)`` and ``torch.Tensor(...)`` constructors (which
   torch-function modes do not see): values coming back in without their history;
-- ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut;
+- ``autograd.Function.apply``: a custom Function's forward runs without grad by design, no cut; and its
+  ``__call__``: an old-style Function's instance called, which PyTorch refuses;
 - ``warnings.showwarning``: torch's warnings point at the user's line, not at the interceptor;
 - ``multiprocessing``'s ``Process.start``: where child processes, which run untraced, were started;
 - autograd's engine: counts the backward passes of threads the trace does not cover, so the report
@@ -104,6 +105,8 @@ class Patches:
         self._replace(torch.autograd.variable, "Variable", variable)
         apply = wrappers.function_apply(self.state, torch.autograd.Function.__dict__["apply"])
         self._replace(torch.autograd.Function, "apply", classmethod(apply))
+        function_call = torch.autograd.Function.__dict__["__call__"]  # an old-style Function's instance called
+        self._replace(torch.autograd.Function, "__call__", wrappers.legacy_call(self.state, function_call))
         _keep_dynamo_out(apply, self._replace)
         self._replace_attribute(warnings, "showwarning", wrappers.user_located(warnings.showwarning))
         self._replace(BaseProcess, "start", wrappers.process_start(self.state.scope, BaseProcess.start))

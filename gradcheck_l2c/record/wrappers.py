@@ -182,6 +182,22 @@ def function_apply(state: TraceState, original: Any) -> Callable[..., Any]:
     return apply
 
 
+def legacy_call(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``autograd.Function.__call__``: PyTorch refuses to run an instance of an old-style Function (``forward`` and
+    ``backward`` written as instance methods, a gradient reversal layer's ``GradReverse(lambd)(x)``); the refusal is
+    recorded as one of autograd's errors at the user's line that called it, and propagates unchanged."""
+    @functools.wraps(original)
+    def call(function: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(function, *args, **kwargs)
+        except RuntimeError as error:
+            if state.scope.in_trace_thread():
+                state.op_failed(error, type(function), args, kwargs)
+            raise
+
+    return call
+
+
 def ddp_params(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
     """DDP builds its reducer: the parameters it returns are those DDP's indices count."""
 

@@ -473,9 +473,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: non_differentiable e :20 and detach e :21, the hard Gumbel-softmax's argmax and straight-through "
         "detach inside the graph learner; the case names the encoder call that is given the prior adjacency instead "
         "of the learned one (:73)",
-    "b30b_pyg_gcn_norm_sparse_values_detached":
-        "first pass: non_differentiable e :21, the line, for the values `_values()` reads without history; the case "
-        "says detach (the report: `_values()` returns a detached tensor)",
     "b30b_pyg_gumbel_adj_dense_to_sparse_values_dropped":
         "first pass: non_differentiable e :16, the nonzero() inside the dense_to_sparse stand-in; the case names "
         "the conv call that leaves the edge values out (:61)",
@@ -608,9 +605,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: optimizer w :67, the grouped parameter list the optimizer takes; the case names the list "
         "comprehension three lines above (:64) that filtered the pooler out of named_parameters()",
     # Batch 39 (first pass 2/12 on 2cc9d4f).
-    "b39a_grl_legacy_function_instance_call":
-        "first pass: silent; the script stops with torch's 'Legacy autograd function with non-static forward "
-        "method' error, raised by Function.__call__ in plain Python, not by an op or a backward the trace sees",
     "b39a_passthrough_function_tuple_input":
         "first pass: a hit at the line, of another kind: non_differentiable e :32, the custom Function given a "
         "tuple (it sees no tensor input, so its outputs carry no gradient); the case calls the refused backward an "
@@ -628,9 +622,6 @@ KNOWN_MISSES: dict[str, str] = {
     "b39e_style_transfer_closed_hooks_stale_features":
         "first pass: autograd_error e :45, the backward that found the graph freed; the case names the read of the "
         "closed hooks' stale features (:91), an attribute read the trace does not see as an op",
-    "b39f_torch_sparse_from_coo_private_values_detached":
-        "first pass: non_differentiable e :23, the sparse tensor's _indices(); the case names _values() on the next "
-        "line, which returns the values detached (a float result without history is no cut to the trace)",
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {

@@ -343,6 +343,15 @@ def _detach_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[
             "zero them with optimizer.zero_grad()).")
 
 
+def _legacy_function(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    function = fact.detail.get("op") or "this Function"
+    return (f"this line calls an instance of {function}, an old-style autograd.Function (forward and backward written "
+            f"as instance methods), which PyTorch no longer runs: nothing passes through it, and no gradient{said}.",
+            f"make {function}.forward(ctx, ...) and backward(ctx, ...) @staticmethods (store on ctx in forward what "
+            f"__init__ kept, and return None as its gradient from backward), and call {function}.apply(...) instead "
+            "of an instance.")
+
+
 def _once_differentiable(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     return (f"backward(){call} differentiated a gradient taken with create_graph=True a second time, and that gradient "
             f"went through a custom autograd.Function whose backward is marked @once_differentiable: its backward "
@@ -371,6 +380,7 @@ _WORDING = {
     "out_requires_grad": _out_requires_grad, "resize_requires_grad": _resize_requires_grad,
     "dtype_requires_grad": _dtype_requires_grad, "inplace_nograd_view": _nograd_view,
     "inplace_function_view": _function_view, "detach_view": _detach_view, "once_differentiable": _once_differentiable,
+    "legacy_function": _legacy_function,
 }
 
 

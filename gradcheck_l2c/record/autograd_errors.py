@@ -13,6 +13,7 @@ that stored a graph tensor on a module.
 from __future__ import annotations
 
 import os
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +32,12 @@ from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, u
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
 from gradcheck_l2c.record.refusal_sources import (copy_used, graphless_cause, last_frozen, library_owner_made,
-                                                   made_elsewhere)
+                                                   made_elsewhere, multi_view_source)
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
 from gradcheck_l2c.record.watch import WatchRegistry
+from gradcheck_l2c.record.writes import WriteLog
 
 Tensor = torch.Tensor
 
@@ -66,11 +68,16 @@ class AutogradError:
     reaches: frozenset[int] = frozenset()  # the watched leaves a refused backward's graph reaches (it was for them)
 
 
+#: The custom Function through which torch passes the output of a module with a full backward hook.
+_HOOKED = "BackwardHookFunction"
+
+
 class ErrorRecorder:
     """Turns autograd's errors into `AutogradError` facts, one per category and place, counted."""
 
-    def __init__(self, registry: WatchRegistry, origins: Origins, scope: Scope, stepped: list[set[int]]) -> None:
-        self.registry, self.origins, self.scope = registry, origins, scope
+    def __init__(self, registry: WatchRegistry, origins: Origins, scope: Scope, stepped: list[set[int]],
+                 writes: WriteLog) -> None:
+        self.registry, self.origins, self.scope, self.writes = registry, origins, scope, writes
         self.stepped = stepped  # the keys of each optimizer that stepped since the last backward ended (kept by it)
         self.errors: dict[tuple[Any, ...], AutogradError] = {}
 
@@ -105,6 +112,8 @@ class ErrorRecorder:
                 cause, detail = hook_result_site(self.registry, text)
             elif category == "other":
                 cause = _raised_in(error, call)
+            elif category == "inplace_multi_view":  # refused at backward: a saved view whose base was written later
+                cause, detail = multi_view_source(self.origins, roots, text)
             elif category == "graphless" and torch.is_inference_mode_enabled():
                 # enable_grad() records nothing inside inference_mode: the lines running now, for the judge to
                 # find the one under the inference_mode that turned recording off (or the library object that did)
@@ -144,14 +153,16 @@ class ErrorRecorder:
                 subject, detail = None, {"op": label, "made": made}
             elif category == "requires_grad_non_leaf":
                 target = args[0] if args and isinstance(args[0], Tensor) else None
-                carried = self._carried_over(target, call) if target is not None else None
+                carried = _carried_over(self.registry, self.origins, target, call) if target is not None else None
                 elsewhere = None if carried else made_elsewhere(self.origins, target, frame)
                 cause, subject = carried or elsewhere or call, None
                 detail = {"op": label, "carried": carried is not None, "elsewhere": elsewhere is not None}
-            elif category == "inplace_function_view":  # the line to change: the Function's return of a view
-                target = args[0] if args and isinstance(args[0], Tensor) else None
-                cause, subject = (view_return_site(target) if target is not None else None) or call, None
-                detail = {"op": label}
+            elif category == "inplace_function_view":  # the line to change: the Function's return of a view, or
+                # for a module's full backward hook (its output a view of torch's), where the writing layer was made
+                target, hooked = args[0] if args and isinstance(args[0], Tensor) else None, _HOOKED in text
+                layer = self.writes.inplace_layer_site(sys._getframe()) if hooked else None
+                cause = layer or (view_return_site(target) if target is not None and not hooked else None) or call
+                subject, detail = None, {"op": label, "hooked": hooked, "layer": layer is not None}
             else:
                 target = args[0] if args and isinstance(args[0], Tensor) else None
                 if isinstance(kwargs.get("out"), Tensor):  # out=: the tensor written into
@@ -170,13 +181,11 @@ class ErrorRecorder:
 
     def _keep(self, fact: AutogradError) -> AutogradError:
         ident = (fact.category, fact.call, fact.cause, fact.subject, fact.key)
-        kept = self.errors.get(ident)
-        if kept is not None:
+        kept = self.errors.setdefault(ident, fact)
+        if kept is not fact:
             kept.count += 1
             kept.reaches |= fact.reaches
-            return kept
-        self.errors[ident] = fact
-        return fact
+        return kept
 
     # ---- the line to change, from the run's facts -----------------------------------------------------
 
@@ -187,19 +196,6 @@ class ErrorRecorder:
         stored = _stored_sites(self.registry)
         return next((site for _, code, site in stack or ()
                      if site in stored or stores_attribute(code, site.line)), None)
-
-    def _carried_over(self, tensor: Tensor, call: Site | None) -> Site | None:
-        """A value refused ``requires_grad`` because it is computed from a leaf this same line made one on an
-        earlier pass (a loop's iterate carried with its history): the line that computed the value, the one to
-        change (detach it there). None when no such leaf is on its graph."""
-        nodes = list(graph.iter_nodes([tensor.grad_fn], graph.SAFE_WALK)) if call is not None else []
-        leaves = (self.registry.get(node.variable) for node in nodes if hasattr(node, "variable"))
-        if not any(w is not None and w.site is not None and (w.site.file, w.site.line) == (call.file, call.line)
-                   for w in leaves):
-            return None
-        sites = (self.origins.site_of(node) or node.metadata.get("gradcheck_site") for node in nodes)
-        made = next((site for site in sites if site), None)
-        return made if made is None or isinstance(made, Site) else Site(made[0], made[1])
 
     def _freed(self, roots: list[Tensor]) -> tuple[Site | None, dict[str, Any]]:
         """The first node (nearest the roots) of a graph an earlier backward freed, and the line that made
@@ -287,6 +283,20 @@ def _reached_leaves(registry: WatchRegistry, roots: list[Tensor]) -> frozenset[i
     their optimizer, never came (the script stopped there, or skipped that step)."""
     keys = map(registry.key_of, graph.leaf_tensors(graph.grad_roots(_tensors(roots))))
     return frozenset(key for key in keys if key is not None)
+
+
+def _carried_over(registry: WatchRegistry, origins: Origins, tensor: Tensor, call: Site | None) -> Site | None:
+    """A value refused ``requires_grad`` because it is computed from a leaf this same line made one on an
+    earlier pass (a loop's iterate carried with its history): the line that computed the value, the one to
+    change (detach it there). None when no such leaf is on its graph."""
+    nodes = list(graph.iter_nodes([tensor.grad_fn], graph.SAFE_WALK)) if call is not None else []
+    leaves = (registry.get(node.variable) for node in nodes if hasattr(node, "variable"))
+    if not any(w is not None and w.site is not None and (w.site.file, w.site.line) == (call.file, call.line)
+               for w in leaves):
+        return None
+    sites = (origins.site_of(node) or node.metadata.get("gradcheck_site") for node in nodes)
+    made = next((site for site in sites if site), None)
+    return made if made is None or isinstance(made, Site) else Site(made[0], made[1])
 
 
 def _stored_sites(registry: WatchRegistry) -> set[Site]:

@@ -54,6 +54,7 @@ class NonLeafRead(NamedTuple):
     made_here: Site | None = None  # the line of the reading function that the tensor came out of
     refused: bool = False  # an optimizer refused it ("can't optimize a non-leaf Tensor") rather than a .grad read
     stored: bool = False  # read as an attribute (``model.h.grad``): a method kept it there, where it was made
+    after_backward: bool = False  # a backward had ended before the read (a read before any shows nothing missing)
 
 class BackwardLog:
     """Facts about the backward passes of the traced thread and the ``.grad`` reads after them."""
@@ -248,7 +249,8 @@ class BackwardLog:
         elif tensor.is_leaf and not tensor.requires_grad:
             self.unregistered.plain_attribute(registry, tensor, site)
         elif not tensor.is_leaf:
-            self.nonleaf_reads.append(_nonleaf_read(tensor, user_frame(2), site))
+            self.nonleaf_reads.append(_nonleaf_read(tensor, user_frame(2), site)._replace(
+                after_backward=self.clock.backwards > 0))
 
 
 def _line_in(frame: Any, node: Any) -> Site | None:

@@ -204,6 +204,7 @@ class ModuleBypass:
         bypass, mode, clean = self, self.mode, self._clean
         dirty, dirty_without_grad = self._dirty, self._dirty_without_grad
         scope, user_leaves, called = self.state.scope, self.state.registry.user_leaves, self.state.registry.called
+        origins, called_again = self.state.origins, self.state.registry.called_again
 
         def calling_module(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
             passing = bypass.passing
@@ -212,6 +213,10 @@ class ModuleBypass:
             ident, grad = id(self), _is_grad_enabled()
             if ident not in called and scope.in_trace_thread():  # its first call: the user line that made it
                 called[ident] = (_reference(called, ident, self), user_site(1))
+            elif origins.recording and ident not in called_again and scope.in_trace_thread():
+                site = user_site(1)
+                if site != called[ident][1]:
+                    called_again[ident] = site
             if (not innermost_mode_is(mode) or is_compiling() or ident in (dirty if grad else dirty_without_grad)
                     or scope.quiet or not bypass.may_pass(self)):
                 return call(self, *args, **kwargs)

@@ -16,7 +16,7 @@ from gradcheck_l2c.record import graph, torch_internals
 from gradcheck_l2c.record.args import data_items, flat, holds_tensor, inplace_targets, op_label, tensors_in
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
-from gradcheck_l2c.record.library_calls import LibraryCall, library_calls
+from gradcheck_l2c.record.library_calls import called_library, library_calls
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
     INITIALISERS,
@@ -70,9 +70,7 @@ class CutRecorder:
         """
         new: dict[int, Event] = {}
         inherited: Taint | None = None
-        callers: tuple[Site, ...] | None = None
-        handed: tuple[bool, ...] = ()
-        entered: tuple[LibraryCall, ...] = ()
+        around: dict[str, Any] | None = None  # a no_grad cut's callers, looked up once per call
         # keys whose gradient arrived where it was meant to: this cut changed nothing for them (a zero-
         # derivative op also explains exactly-zero gradients that did arrive)
         settled = self.taints.settled if kind != "non_differentiable" else ()
@@ -97,11 +95,11 @@ class CutRecorder:
                 if key not in new:
                     facts = dict(extra, rebuilds=True) if key == rebuilt else dict(extra)
                     if kind == "no_grad" and not self.events.has(kind, key, site, detail):
-                        # where the function running this line was called: grad may be off out there
-                        if callers is None:
-                            callers, handed = tuple(s for *_, s in user_stack(2)[1:]), _handed_graph_tensors()
-                            entered = library_calls(2)  # or a library function the user's line called
-                        facts["callers"], facts["handed"], facts["library"] = callers, handed, entered
+                        if around is None:  # where this line's function was called (grad may be off out there), the
+                            # library functions on the way, and the one the user's line called (``Normal.sample``)
+                            around = {"callers": tuple(s for *_, s in user_stack(2)[1:]), "library": library_calls(2),
+                                      "handed": _handed_graph_tensors(), "called": called_library(2)}
+                        facts.update(around)
                     new[key] = self.events.record(kind, key, site, detail, source=source, **facts)
         if not new:
             return inherited

@@ -20,6 +20,8 @@ class EventExtra(TypedDict, total=False):
     rebuilds: bool  # no_grad: the op rebuilt a watched leaf out of place (an update step, `w = w - lr * g`)
     spent: bool  # item: a number `.item()` returned came back into torch or was used as a tensor (`taint.spend`)
     function: bool  # no_grad: a custom autograd Function's forward used the watched leaf without taking it as input
+    called: str  # no_grad: the library function the user's line called that ran the op (``Normal.sample``)
+    kept: str  # no_grad: the module attribute a value computed with gradients off was kept in, and used from
     callers: tuple[Site, ...]  # no_grad: the lines of the user frames that called the cut's function, innermost first
     handed: tuple[bool, ...]  # no_grad: for the cut's frame and each of those, whether its function got a tensor
     # requiring grad

@@ -14,6 +14,7 @@ from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import Site, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.optimizers import OptimizerLog, OptimizerRecord
+from gradcheck_l2c.record.refusal_sources import last_frozen
 from gradcheck_l2c.record.taint import Taint, TaintStore
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, sequence_nr, version
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -168,6 +169,8 @@ class FailureRecorder:
         return next((record for saved, record in found if saved), found[0][1] if found else None)
 
     def _graphless(self, roots: list[torch.Tensor], taint: Taint | None = None) -> Graphless | None:
+        if last_frozen(self.registry, every=True)[0] is not None:
+            return None  # every parameter was switched off: that, not a cut on the way, left the loss without graph
         for root in roots:
             taint = self.taints.merge(taint, self.taints.get(root))
         frame = user_frame(3)
@@ -176,6 +179,8 @@ class FailureRecorder:
                 taint = self.taints.merge(taint, self.cuts.replacement_of(value))
             if taint is None:  # values detached after their weights had learnt (kept in a list to average)?
                 taint = self.cuts.settled_exits.found_in(frame.f_locals.values())
+        if taint is None:  # a value a module kept from a pass with gradients off (an evaluation's cache)?
+            taint = self.cuts.settled_exits.cached_in_use(self.registry.key_of)
         if taint is None:
             return None
         self.backwards.dead_ends.append(taint)

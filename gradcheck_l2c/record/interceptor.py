@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from gradcheck_l2c.record.args import requires_grad_in, tensors_in
+from gradcheck_l2c.record.args import op_label, requires_grad_in, tensors_in
 from gradcheck_l2c.record.backward_calls import on_autograd_grad, on_backward
 from gradcheck_l2c.record.handlers import (NORMALISING, PASSIVE_ON_PLAIN, constant_over_one, handler_table,
                                            non_differentiable, on_data_get, on_detach, on_item, on_numpy, on_scalar,
@@ -134,6 +134,8 @@ class Interceptor(TorchFunctionMode):
         except RuntimeError as error:
             self.state.op_failed(error, func, args, kwargs)
             raise
+        if kwargs and type(kwargs.get("out")) is Tensor and not _is_grad_enabled():  # normalize(..., out=u)
+            self.writes.wrote_out(kwargs["out"], op_label(func))
         # the common op: nothing carried, nothing to remember about it but, from a factory asked for
         # ``requires_grad=True``, a new leaf to watch
         if plain and not any(self.carrying) and not self.origins.recording:
@@ -152,7 +154,7 @@ class Interceptor(TorchFunctionMode):
                         return out
                     if kwargs.get("inplace") is not True:  # the only other keyword the full path looks at
                         if kwargs.get("requires_grad") is True and out.is_leaf:
-                            self._watch_made_leaf(out)
+                            self._watch_made_leaf(out, args)
                         return out
             # a result without history (a batch indexed out of the data, a mask), not a weight's initialiser: only an
             # integer or bool result of inputs that require grad is a cut
@@ -167,7 +169,7 @@ class Interceptor(TorchFunctionMode):
         taints = self.taints
         if not _is_grad_enabled():  # an op on inputs that need no gradient records nothing here
             if kwargs and kwargs.get("requires_grad") is True and type(out) is Tensor and out.requires_grad:
-                self._watch_made_leaf(out)  # a leaf asked for under no_grad: what uses it there is cut
+                self._watch_made_leaf(out, args)  # a leaf asked for under no_grad: what uses it there is cut
             if requires_grad_in(args, kwargs):
                 self.noted += 1
                 if self.dropped.live:  # a metric computed under no_grad (losses stacked to log) reads them
@@ -221,7 +223,7 @@ class Interceptor(TorchFunctionMode):
             elif self.unregistered.held:
                 self.unregistered.derived(args, out)
             if kwargs and kwargs.get("requires_grad") is True and out.is_leaf:
-                self._watch_made_leaf(out)
+                self._watch_made_leaf(out, args)
         elif isinstance(out, tuple) and out and isinstance(out[0], Tensor):
             dead = [o for o in out if isinstance(o, Tensor) and not o.requires_grad]
             if dead and len(dead) < len(out):
@@ -231,9 +233,11 @@ class Interceptor(TorchFunctionMode):
                 self.origins.made(out)
         return out
 
-    def _watch_made_leaf(self, leaf: Tensor) -> None:
+    def _watch_made_leaf(self, leaf: Tensor, args: tuple) -> None:
         """A factory called with ``requires_grad=True`` made ``leaf``: watch it as a user's leaf when user code
-        called it (the caller of `__torch_function__`)."""
+        called it (the caller of `__torch_function__`), noting one shaped like a value with history
+        (``zeros_like(logits, requires_grad=True)``: a canvas to scatter into, not a weight)."""
         site = user_caller_site(2)
         if site is not None:
-            self.state.registry.watch_leaf(leaf, site, user_leaf=True)
+            like = bool(args) and type(args[0]) is Tensor and args[0].grad_fn is not None
+            self.state.registry.watch_leaf(leaf, site, user_leaf=True, made=not like)

@@ -41,3 +41,18 @@ def library_calls(depth: int = 1) -> tuple[LibraryCall, ...]:
             pending.append((Site(os.path.abspath(code.co_filename), frame.f_lineno), code.co_qualname))
         frame = frame.f_back
     return tuple(found)
+
+
+def called_library(depth: int = 1) -> str:
+    """The qualified name of the library function the innermost user line above the caller called, which runs the op
+    now (``Normal.sample``); "" when that line runs the op itself."""
+    frame: FrameType | None = sys._getframe(depth + 1)
+    called = ""
+    while frame is not None:
+        kind = frame_kind(frame.f_code.co_filename)
+        if kind == USER:
+            return called
+        if kind == LIBRARY:
+            called = frame.f_code.co_qualname
+        frame = frame.f_back
+    return ""

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.source_sites import forward_reads, forward_site
 from gradcheck_l2c.record.watch import Watched, WatchRegistry
 
@@ -115,10 +116,31 @@ def _note_structure(registry: WatchRegistry, root: nn.Module) -> None:
             chain.append(root)
         calls = tuple((id(m), type(m).__name__, called[id(m)][1] if id(m) in called else None,
                        forward_site(type(m)) is not None) for m in chain)
+        instead = _called_instead(registry, chain)
         for (attribute, _), watched in zip(named, params):
             if watched is not None:
                 watched.siblings, watched.forwards, watched.holder = keys, forwards, type(module).__name__
                 watched.calls, watched.read_in_forward = calls, forward_reads(type(module), attribute)
+                if instead is not None:
+                    registry.instead[watched.key] = instead
+                else:  # called since
+                    registry.instead.pop(watched.key, None)
+
+
+def _called_instead(registry: WatchRegistry, chain: list[nn.Module]) -> tuple[str, str, Site] | None:
+    """Of the modules from a parameter's holder up, the outermost never called whose parent was: when a sibling of its
+    class in that parent was called on two lines (`WatchRegistry.called_again`), its attribute, the sibling's and the
+    sibling's second line (``self.masked_attention(...)`` written twice where ``self.cross_attention`` belongs)."""
+    called, again = registry.called, registry.called_again
+    for module, parent in zip(chain, chain[1:]):
+        if id(module) in called or id(parent) not in called:
+            continue
+        children = list(parent.named_children())
+        name = next((n for n, child in children if child is module), None)
+        twin = next(((n, again[id(child)]) for n, child in children if type(child) is type(module)
+                     and child is not module and again.get(id(child)) is not None), None)
+        return (name, *twin) if name is not None and twin is not None else None
+    return None
 
 
 def _fallback_name(watched: Watched) -> str:

@@ -177,6 +177,19 @@ class Origins:
         running = running if running is not None else running_frames()
         return next((entry for entry in stack if (entry[0], entry[1]) in running), None)
 
+    @staticmethod
+    def first_made_by(roots: Any, op: str) -> Site | None:
+        """The user line that made the oldest node of the op autograd names ``op`` (``Unbind``, ``Split``) in the graph
+        of ``roots``, if it was remembered: where a backward refused one of the several views that op returned,
+        whose base was written into after it (`autograd_errors`)."""
+        first, site = None, None
+        for node in graph.iter_nodes(_nodes(roots), graph.SAFE_WALK):
+            made = Origins.site_of(node) if type(node).__name__.startswith(op) else None
+            number = sequence_nr(node) if made is not None else None
+            if number is not None and (first is None or number < first):
+                first, site = number, made
+        return site
+
     def inference_sites(self, tensor: Tensor) -> tuple[Site | None, ...]:
         """The user lines that made an inference tensor, or one whose memory it shares (a slice taken outside
         inference mode is no tracked view), innermost first, if they were remembered: the making line, then

@@ -32,6 +32,7 @@ import functools
 import inspect
 import sys
 import warnings
+import weakref
 from multiprocessing.process import BaseProcess
 from typing import Any, Callable
 
@@ -157,10 +158,16 @@ class Patches:
         state.registry.user_leaves.pop(id(param), None)  # a module's parameter, used by name in forward
 
     def _on_buffer(self, module: nn.Module, name: str, buffer: Any) -> None:
-        """``register_buffer`` given a tensor that requires grad (a Parameter): parameters() will not hold it."""
+        """``register_buffer`` given a tensor that requires grad (a Parameter): parameters() will not hold it. Any
+        other buffer user code registers keeps its line, as a plain tensor attribute set there does (the line to change
+        if the script then treats it as learnable)."""
+        if not isinstance(buffer, torch.Tensor) or not self.state.scope.in_trace_thread():
+            return
         with functions_off():  # the tool's read of the buffer, past the interceptor
-            if isinstance(buffer, torch.Tensor) and buffer.requires_grad and self.state.scope.in_trace_thread():
+            if buffer.requires_grad:
                 self.state.unregistered.buffered(self.state.registry, module, name, buffer, user_site(1))
+            elif _registered_by_user(sys._getframe(1)):
+                self.state.registry.assigned[(id(module), name)] = (weakref.ref(module), user_site(1))
 
     def _enter_module(self, module: nn.Module, args: Any) -> None:
         """Track which module's forward runs, so drawn nodes can be grouped by module (not while dynamo
@@ -265,6 +272,14 @@ def _shadow(undo: list[Callable[[], Any]], owner: Any, name: str, value: Any) ->
     shows again."""
     undo.append(lambda: owner.__dict__.get(name) is value and delattr(owner, name))
     setattr(owner, name, value)
+
+
+def _registered_by_user(frame: Any) -> bool:
+    """Whether the ``register_buffer`` call running at or above ``frame`` was made by user code."""
+    while frame is not None and frame.f_code.co_name != "register_buffer":
+        frame = frame.f_back
+    caller = frame.f_back if frame is not None else None
+    return caller is not None and frame_kind(caller.f_code.co_filename) != LIBRARY
 
 
 def _library_step(cls: type) -> bool:

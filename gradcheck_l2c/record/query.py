@@ -82,10 +82,8 @@ class TraceRecord:
 
     def defined_at(self, watched: Watched) -> Site | None:
         """Where the tensor was made, or else where the class of the module holding it is defined."""
-        if watched.site is not None:
-            return watched.site
-        module = watched.owner.module() if watched.owner is not None else None
-        return module_site(module) if module is not None else None
+        module = watched.owner.module() if watched.site is None and watched.owner is not None else None
+        return watched.site if watched.site is not None else module_site(module) if module is not None else None
 
     def leaf_names(self, node: Any) -> list[str]:
         """Names of the watched leaves an autograd node's graph reaches (for "the gradient went to ...")."""
@@ -121,9 +119,12 @@ class TraceRecord:
         """The autograd node taking a watched leaf in the first graphs, and a user's custom Function's ``return``."""
         return self._backwards.consumers.get(key)
 
+    def called_instead(self, key: int) -> tuple[str, str, Site] | None:
+        """A never-called module's attribute, its twin's, and the twin's second call (`WatchRegistry.instead`)."""
+        return self._registry.instead.get(key)
+
     def gate(self, key: int) -> tuple[Site, str, int] | None:
-        """Where a user's custom backward left a watched leaf's input without gradient on a ``.requires_grad`` test:
-        the line, the tensor tested, the input's position."""
+        """(line, tensor tested, input position) where a custom backward left an input None on a requires_grad test."""
         return self._backwards.gates.get(key)
 
     def differentiated(self, key: int) -> bool:

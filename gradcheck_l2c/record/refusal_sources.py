@@ -2,7 +2,8 @@
 script froze (a loss left without graph, a custom backward asking ``autograd.grad`` for them), the line that computed
 a loss without graph from none of the tensors being trained, and the line of another
 function that made a non-leaf whose ``requires_grad`` flag was then refused (a library's parameter store), and the
-line that made the library object whose method runs the refusing code (a Trainer that turned inference mode on)."""
+line that made the library object whose method runs the refusing code (a Trainer that turned inference mode on), and
+the line that took a tensor apart into views that a later in-place write into it made unusable for the backward."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,7 @@ from typing import Any
 from torch import Tensor
 
 from gradcheck_l2c.record.code_lines import last_binding
+from gradcheck_l2c.record.error_categories import multiple_views
 from gradcheck_l2c.record.locations import LIBRARY, USER, Site, frame_kind
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.origins import Origins
@@ -86,3 +88,12 @@ def graphless_cause(registry: WatchRegistry, frame: Any, subject: str, call: Sit
         if made is not None and made != call.line:
             return Site(call.file, made), {"bound_here": True}
     return None, {}
+
+
+def multi_view_source(origins: Origins, roots: list[Tensor], text: str) -> tuple[Site | None, dict[str, Any]]:
+    """A backward refused one of several views an op returned (``a, b = t``, ``unbind``, ``split``) because the tensor
+    they came from was written into in place after they were made: the line that made them, the oldest such op in the
+    graph of ``roots`` (a rollout unpacking each state of a buffer it fills), if the first iteration remembered it."""
+    detail: dict[str, Any] = {**multiple_views(text), "at_backward": True}
+    made_by = detail.get("made_by")
+    return (origins.first_made_by(roots, str(made_by)) if made_by else None), detail

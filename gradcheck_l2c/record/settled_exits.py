@@ -2,7 +2,9 @@
 that `CutRecorder.cut` records nothing for (those weights got their gradients where meant). Kept weakly, in case a
 backward on a value computed from them is refused for having no graph (an EWC Fisher estimate that averages each
 batch's detached log-likelihood, run after the model trained): the refusing function holds them, and they are then
-the cut to name. A loss detached after its own backward (a logged value) is never kept.
+the cut to name. A loss detached after its own backward (a logged value) is never kept. So are values a module
+is given as attributes while gradients are off (a cache an evaluation filled), while the module holds them: a loss
+computed from them in training has no graph either.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import torch
 
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
-from gradcheck_l2c.record.locations import Site, user_site
+from gradcheck_l2c.record.locations import Site, user_site, user_stack
 from gradcheck_l2c.record.reach import BACKWARD_ROOT, Reachability
 from gradcheck_l2c.record.taint import Taint, TaintStore, fresh
 
@@ -27,6 +29,8 @@ class SettledExits:
         self.reach, self.taints, self.events = reach, taints, events
         # id(value) -> (the value, the watched keys it came from, the line, the kind, the op), while it lives
         self.kept: dict[int, tuple[weakref.ref, frozenset[int], Site | None, str, str]] = {}
+        # id(value) -> (the value, the module, the attribute, the line that set it, the lines of its callers)
+        self.cached: dict[int, tuple[weakref.ref, weakref.ref, str, Site | None, tuple[Site, ...]]] = {}
 
     def left(self, kind: str, detail: str, tensor: torch.Tensor, out: torch.Tensor) -> None:
         """``out`` left autograd from ``tensor`` at the user's line (the caller's caller called the op), and the cut
@@ -56,4 +60,35 @@ class SettledExits:
                     _, keys, site, kind, detail = entry
                     for key in keys:
                         events.setdefault(key, self.events.record(kind, key, site, detail))
+        return fresh(events) if events else None
+
+    def kept_on(self, module: Any, name: str, value: Any, site: Site | None) -> None:
+        """User code set ``value`` (a tensor, or a list or tuple of them) as attribute ``name`` of ``module`` at
+        ``site`` while gradients were off: keep its float tensors weakly, with the lines that called that code."""
+        tensors = [item for item in (value if isinstance(value, (list, tuple)) else (value,))
+                   if type(item) is torch.Tensor and not item.requires_grad and item.is_floating_point()]
+        if not tensors:
+            return
+        callers, cached, holder = tuple(entry[2] for entry in user_stack(2)[1:]), self.cached, weakref.ref(module)
+        for tensor in tensors:
+            if len(cached) >= _LIMIT:
+                del cached[next(iter(cached))]
+            ident = id(tensor)
+            cached[ident] = (weakref.ref(tensor, lambda _, ident=ident: cached.pop(ident, None)), holder, name, site,
+                             callers)
+
+    def cached_in_use(self, key_of: Any) -> Taint | None:
+        """The values of `kept_on` that their modules still hold, as ``no_grad`` cuts of the watched parameters of
+        those modules (what computed them), recorded now as one taint; None if there are none."""
+        events: dict[int, Event] = {}
+        for ref, holder, name, site, callers in list(self.cached.values()):
+            tensor, module = ref(), holder()
+            held = module.__dict__.get(name) if module is not None else None
+            if tensor is None or not (held is tensor or isinstance(held, (list, tuple)) and any(
+                    item is tensor for item in held)):
+                continue
+            for key in (key for key in map(key_of, module.parameters()) if key is not None):
+                events.setdefault(key, self.events.record(
+                    "no_grad", key, site, f"{type(module).__name__}.{name} = ...", callers=callers,
+                    handed=(False,) * (len(callers) + 1), library=(), kept=name))
         return fresh(events) if events else None

@@ -69,7 +69,7 @@ class TraceState:
         self.taints.on_settle.append(functools.partial(self.events.settle, missed=self.backwards.missed,
                                                        taints=self.taints))
         self.origins = Origins()
-        self.errors = ErrorRecorder(self.registry, self.origins, self.scope, self.optimizers.stepped_since)
+        self.errors = ErrorRecorder(self.registry, self.origins, self.scope, self.optimizers.stepped_since, self.writes)
         self._word_failure = word_failure
         self.health = NanWatch(self.clock, self.registry) if nan else None  # --nan: where NaN/Inf was born
         self.grad_stats = GradStats(self.registry) if grad_stats else None  # --grad-stats: norms per backward

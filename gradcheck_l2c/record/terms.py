@@ -180,11 +180,10 @@ class TermLog:
     @staticmethod
     def _zeroed(cut: dict[int, Chain]) -> Taint | None:
         """For a term that has gradient, of the watched tensors it carries none to (``cut``): those its values
-        came from only through ops that send back zeros (``round``, ``torch.normal``'s parameters), never on
-        purpose. ``.detach()`` of an actor-critic's advantage leaves its term a gradient for the actor and is no
-        dead term (`resolve` asks the steps that follow), and indices (``argmax``) select by design."""
-        chains = {key: chain for key, chain in cut.items()
-                  if all(event.extra.get("output") in _ZEROED for event in chain)}
+        came from only through ops that send back zeros (``round``, ``torch.normal``'s parameters) or a distribution's
+        ``sample()``, never on purpose. ``.detach()`` of an actor-critic's advantage leaves its term a gradient for the
+        actor and is no dead term (`resolve` asks the steps that follow), and indices (``argmax``) select by design."""
+        chains = {key: chain for key, chain in cut.items() if all(map(_drawn, chain))}
         return Taint(chains) if chains else None
 
     def check(self, roots: list[Tensor], reached: set[int]) -> None:
@@ -253,3 +252,9 @@ class TermLog:
             if not record.used and record.loss_site is None:
                 record.loss_site = site
         self.unplaced.clear()
+
+
+def _drawn(event: Any) -> bool:
+    """A cut of values meant to carry a gradient: an op that sends back zeros (`_ZEROED`), or a distribution's
+    ``sample()`` that drew them under its own no_grad (``rsample()`` keeps the gradient)."""
+    return event.extra.get("output") in _ZEROED or event.extra.get("called", "").rpartition(".")[2] == "sample"

@@ -168,11 +168,13 @@ class UnregisteredLog:
         an optimizer): if a module holds it as a plain attribute, that assignment is the bug."""
         for root, _ in registry.live_modules():
             for module in root.modules():
-                for attr, value in vars(module).items():
+                buffers = dict(module.named_buffers(recurse=False))  # a buffer is no parameter either
+                for attr, value in (*vars(module).items(), *buffers.items()):
                     if value is tensor and not attr.startswith("_"):
                         entry = registry.assigned.get((id(module), attr))
                         site = entry[1] if entry is not None and entry[0]() is module else None
-                        self.found[(type(module).__name__, attr)] = Unregistered(site, "plain", symptom)
+                        problem = "plain buffer" if attr in buffers else "plain"
+                        self.found[(type(module).__name__, attr)] = Unregistered(site, problem, symptom)
                         return
 
 

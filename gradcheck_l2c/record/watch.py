@@ -77,7 +77,8 @@ class Watched:
     built_at: Site | None = None  # made after an optimizer: the line outside module constructors that asked
     joined: Site | None = None  # and the later line of that frame that set its module into another (at the end)
     made_in_forward: bool = False  # the user made it while a module's forward ran (a lazy parameter)
-    forward_line: Site | None = None  # a plain leaf made after an optimizer, in a forward: that forward's line
+    # a plain leaf made after an optimizer, or a Parameter, in a forward: the line of that forward running then
+    forward_line: Site | None = None
     optimized: bool = False  # an optimizer held it (at its construction or at a step())
     stepped_by_script: bool = False  # in no optimizer, yet its values changed after its first gradient
     siblings: tuple[int, ...] = ()  # keys of the parameters of the module that holds it, and of its submodules
@@ -191,6 +192,12 @@ class WatchRegistry:
         self.placed: dict[int, tuple[Site | None, int, tuple[StackEntry, ...]]] = {}
         # id(module) -> (module, the user line that first called it), while the module lives
         self.called: dict[int, tuple[weakref.ref, Site | None]] = {}
+        # id(module) -> the first user line other than that one that called it, in the first iteration (a layer called
+        # twice where a sibling of its class is never called: a copy-pasted call)
+        self.called_again: dict[int, Site | None] = {}
+        # key -> (the module's attribute, a sibling's, the sibling's second line): a parameter whose module was never
+        # called while that sibling of its class was, on two lines of their parent's forward (`names`)
+        self.instead: dict[int, tuple[str, str, Site]] = {}
 
     def key_of(self, tensor: Any) -> int | None:
         watched = self.by_id.get(id(tensor))
@@ -269,7 +276,8 @@ class WatchRegistry:
 
         ``user_leaf``: user code asked for this leaf's gradient by creating it with
         ``requires_grad=True`` — unlike module parameters, which require grad by default; ``made``: created so
-        (a factory, a constructor), not switched on later on a value it had (``x.requires_grad_()``).
+        (a factory, a constructor), not switched on later on a value it had (``x.requires_grad_()``), nor made like a
+        value with history (``zeros_like(logits, requires_grad=True)``: a canvas to scatter into, not a weight).
         """
         if not (tensor.requires_grad and tensor.is_leaf) or isinstance(tensor, UninitializedTensorMixin):
             return  # a lazy module's parameter has no shape until its first call: watched once discovered after it
@@ -285,7 +293,7 @@ class WatchRegistry:
             watched.user_leaf = True
             self.user_leaves[id(tensor)] = watched.key
             if self.clock.optimizers and made and not watched.is_parameter:
-                watched.forward_line = _line_in_forward(sys._getframe(1))
+                watched.forward_line = line_in_forward(sys._getframe(1))
         if watched.hook is None:
             watched.born = self.clock.backwards
             watch_arrivals(self, watched, tensor, user_leaf)
@@ -341,7 +349,7 @@ class WatchRegistry:
         return alive
 
 
-def _line_in_forward(frame: Any) -> Site | None:
+def line_in_forward(frame: Any) -> Site | None:
     """The line of the user's ``forward`` (past the helpers it calls) that is running under ``frame``, if a module
     call is on the stack: the user frame just inside the innermost module call."""
     inner = None

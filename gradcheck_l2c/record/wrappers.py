@@ -38,7 +38,7 @@ from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import functions_off, innermost_mode_is, is_compiling, pop_mode, push_mode
 from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.warning_sites import untraced_target
-from gradcheck_l2c.record.watch import WatchRegistry
+from gradcheck_l2c.record.watch import WatchRegistry, line_in_forward
 
 
 def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,7 +65,8 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
                 watched = state.registry.get(param)
                 state.unregistered.made_by(watched and watched.key, constructing_module(sys._getframe(1)))
                 if watched is not None and inside_forward(sys._getframe(1)) is not None:
-                    watched.made_in_forward = True  # lazily, at a module's first call
+                    watched.made_in_forward = True  # lazily, at a module's first call (or anew at every call)
+                    watched.forward_line = line_in_forward(sys._getframe(1))
             elif "__deepcopy__" in library_callers(1):
                 state.taints.mark(param, state.taints.get(data))  # a copy is a new leaf of its own, not a cut
                 state.registry.watch_leaf(param, site)
@@ -138,6 +139,8 @@ def module_setattr(state: TraceState, original: Callable[..., Any],
                 if not isinstance(value, nn.Module):
                     site = user_site(1)
                     assigned[(id(module), name)] = (weakref.ref(module), site)
+                    if not torch.is_grad_enabled():  # a cache filled while gradients are off: training may reuse it
+                        state.cuts.settled_exits.kept_on(module, name, value, site)
                     if kind is torch.Tensor:
                         with functions_off():  # the tool's reads of the tensor, past the interceptor
                             state.unregistered.assigned(module, value)
@@ -175,6 +178,8 @@ def function_apply(state: TraceState, original: Any) -> Callable[..., Any]:
         if used:
             state.cuts.function_ran(cls, args, used)
         note_tensor_args(out, args)
+        if state.origins.recording:  # the first iteration: its outputs' lines, as the interceptor notes an op's
+            state.origins.made(out)
         if type(out) is torch.Tensor and out.requires_grad:  # its one output: discarded, it is a dropped term
             state.terms.dropped.made(out, whole=True)
         return out

@@ -82,6 +82,11 @@ class WriteLog:
         called_by_user = caller is not None and frame_kind(caller.f_code.co_filename) == USER
         return None if called_by_user else site
 
+    def inplace_layer_site(self, frame: FrameType | None) -> Site | None:
+        """Where the layer writing in place at ``frame`` (or further out, short of user code) was made to, if one is."""
+        running = _running_layer(self.inplace_layers, frame)
+        return running[2] if running is not None else None
+
     def layer_wrote(self, target: torch.Tensor, func: Any, frame: FrameType | None) -> None:
         """A functional op called with ``inplace=True`` changed its input (``frame`` is its caller): an in-place
         write, placed where the running layer was made to write in place, else at the user's line. Asked in
@@ -107,6 +112,11 @@ class WriteLog:
             self.notes[(site, label)] = InplaceNote(self.reach(target))
         else:
             note.count += 1
+
+    def wrote_out(self, target: torch.Tensor, label: str) -> None:
+        """An op given ``out=`` wrote into ``target`` with gradients off (a power iteration's ``normalize(..., out=u)``
+        under no_grad): no in-place handler sees it, and it may make a tensor saved for backward stale."""
+        self.recent.append(InplaceWrite(user_site(2), f"{label}(out=...)", tuple(target.shape), version(target)))
 
     def snapshot(self, param: torch.Tensor, out: torch.Tensor) -> None:
         """``state_dict()`` returned ``out``, a detached alias of the watched ``param``."""

@@ -918,6 +918,21 @@ for step in range(2):
                 p.requires_grad = True
         F.cross_entropy(model(x), y).backward()
         """),
+    # the same after loading weights from another model's state_dict (Ultra-Fast-Lane-Detection#282, b42d_ufld): the
+    # freeze, not the copy that carried values from a model the script dropped, is what left the loss without graph
+    "graphless_all_frozen_after_a_reload": ("""
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        model.load_state_dict(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).state_dict())
+        for p in model.parameters():
+            p.requires_grad = False  # <- autograd_error
+        F.cross_entropy(model(x), y).backward()  # <- symptom
+        """, """
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        model.load_state_dict(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).state_dict())
+        for p in model[0].parameters():
+            p.requires_grad = False
+        F.cross_entropy(model(x), y).backward()
+        """),
 }
 
 

@@ -93,3 +93,16 @@ def test_a_buffer_given_a_gradient_by_backward_is_still_named(snippet, update):
     script = snippet(HAND.format(update=update))
     found = [f for f in script.run().findings if f.severity in ("error", "warning")]
     assert [(f.kind, f.tensor) for f in found] == [("non_parameter_tensor", "Blur.kernel")]
+
+
+def test_a_buffer_whose_gradient_the_script_reads_is_named_at_register_buffer(snippet):
+    """vector-quantize-pytorch #12 (b41d_vqpytorch): a codebook kept with ``register_buffer`` that a penalty is meant
+    to train; the script reads its ``.grad`` and finds None. Named at the ``register_buffer`` call, the read as symptom;
+    without the read (a buffer used as a constant) it stays silent, as above."""
+    script = snippet(CODE.format(factor="torch.tensor(2.0)", params="model.parameters()")
+                     + "print(model.factor.grad)  # <- read\n")
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert [(f.kind, f.line, f.tensor) for f in found] == [("non_parameter_tensor", script.line("buffer"),
+                                                            "Scale.factor")]
+    assert "register_buffer" in found[0].message
+    assert ("symptom", script.line("read")) in {(p.role, p.line) for p in found[0].related}

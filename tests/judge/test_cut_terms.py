@@ -165,6 +165,30 @@ def test_a_sample_drawn_without_reparameterization_cuts_its_term_from_the_encode
     assert all({(p.role, p.line) for p in f.related} == {("symptom", script.line("added"))} for f in terms)
 
 
+def test_a_distributions_sample_cuts_its_term_from_the_encoder(snippet):
+    """pyro's VAE comparison (b42f_pyro_vae): ``Normal(mu, sigma).sample()`` draws under the distribution's own
+    no_grad, so the reconstruction term reaches the decoder only; the KL term still trains the encoder. A cut term of
+    the encoder, at the ``sample()``, with ``rsample()`` as the fix; the twin with ``rsample()`` is silent."""
+    code = """
+    dec = nn.Linear(1, 4)
+    vae = torch.optim.Adam([*model.parameters(), *dec.parameters()], lr=1e-3)
+    for step in range(2):
+        mu = model(x)
+        z = torch.distributions.Normal(mu, torch.ones_like(mu)).DRAW()  # <- cut
+        loss = F.mse_loss(dec(z), x) + mu.pow(2).mean()
+        vae.zero_grad()
+        loss.backward()
+        vae.step()
+    """
+    script, found = findings(snippet, code.replace("DRAW", "sample"))
+    terms = [f for f in loud(found)]
+    assert {(f[0], f[2]) for f in terms} == {("cut_term", script.line("cut"))}, terms
+    fixes = {f.fix for f in found if f.kind == "cut_term"}
+    assert all("rsample()" in fix for fix in fixes)
+    _, found = findings(snippet, code.replace("DRAW", "rsample"))
+    assert loud(found) == []
+
+
 def test_a_reparameterized_sample_is_silent(snippet):
     _, found = findings(snippet, """
     dec = nn.Linear(1, 4)

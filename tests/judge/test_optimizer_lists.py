@@ -198,6 +198,31 @@ opt = torch.optim.Adam(model.parameters(), lr=0.1)  # <- optimizer
     assert "__init__" in found[0].fix
 
 
+def test_a_parameter_made_anew_at_every_forward_is_named_at_the_forwards_line(snippet):
+    """Conditional batch norm (b41c_cbn): a helper the forward calls at every step makes the module's scale as a new
+    Parameter each time: weights built inside forward, named at the forward's call of the helper; made once, at the
+    first call only, it is the lazy case above."""
+    script = snippet(PRELUDE + textwrap.dedent("""
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+
+    def make_scale(self, width):
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        self.make_scale(x.shape[1])  # <- anew
+        return self.fc(x * self.scale)
+
+model = Net()
+opt = torch.optim.Adam(model.parameters(), lr=0.1)
+""") + TRAIN)
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert [(f.kind, f.line, f.severity) for f in found] == [("module_in_forward", script.line("anew"), "error")]
+    assert "__init__" in found[0].fix
+
+
 def test_a_complete_list_in_a_variable_is_silent(snippet):
     script = snippet(PRELUDE + textwrap.dedent("""
 model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))

@@ -163,6 +163,69 @@ def test_a_non_leaf_made_inside_a_helper_is_named_at_the_call_that_returned_it(s
     assert ("symptom", script.line("symptom")) in {(p.role, p.line) for p in found[0].related}
 
 
+def test_a_custom_functions_output_rebinding_the_leafs_name_is_named_at_that_line(snippet):
+    """``conf = soft_sort(conf)`` with a custom Function inside the helper (b40a_fast_soft_sort): the read finds the
+    Function's output, and the line that rebound the name is the one to change, not the read; the read after the
+    backward is the symptom."""
+    script = snippet(PRELUDE + textwrap.dedent("""
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, values):
+            ctx.save_for_backward(values)
+            return values * values
+
+        @staticmethod
+        def backward(ctx, grad):
+            (values,) = ctx.saved_tensors
+            return 2 * values * grad
+
+    def squared(values):
+        return Square.apply(values)
+
+    conf = torch.tensor([0.1, 0.7, 0.2], requires_grad=True)
+    conf = squared(conf)  # <- rebound
+    print(conf.grad)  # read before the backward too, as the report did
+    conf.sum().backward()
+    print(conf.grad)  # <- symptom
+    """))
+    found = [f for f in script.run().findings if f.kind == "non_leaf_watched"]
+    assert [f.line for f in found] == [script.line("rebound")]
+    assert ("symptom", script.line("symptom")) in {(p.role, p.line) for p in found[0].related}
+
+
+TWICE = """
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.self_attention = nn.Linear(4, 4)
+        self.cross_attention = nn.Linear(4, 4)
+
+    def forward(self, h, memory):
+        h = h + self.self_attention(h)
+        return h + self.self_attention(h)  # <- again
+
+
+model = Layer()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(2):
+    loss = F.mse_loss(model(x, x), torch.zeros_like(x))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_module_never_called_while_its_twin_is_called_twice_is_named_at_the_second_call(snippet):
+    """A decoder layer whose cross-attention call was written as a second self-attention call (b41f_transformer): the
+    module of the same class that is never called is named at the twin's second call, the line to change."""
+    script = snippet(PRELUDE + TWICE)
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert {(f.kind, f.line) for f in found} == {("unused_parameter", script.line("again"))}
+    assert "`cross_attention` is never called" in found[0].message
+    fixed = snippet(PRELUDE + TWICE.replace("h + self.self_attention(h)  #", "h + self.cross_attention(h)  #"))
+    assert [f for f in fixed.run().findings if f.severity in ("error", "warning")] == []
+
+
 def test_of_several_in_place_writes_into_a_saved_tensor_the_first_is_named(snippet):
     script = snippet(PRELUDE + textwrap.dedent("""
     w = torch.randn(4, 4, requires_grad=True)

@@ -141,6 +141,30 @@ def test_a_value_switched_to_requires_grad_in_forward_or_differentiated_there_is
     assert found == []
 
 
+def test_a_canvas_made_like_an_activation_in_every_forward_is_no_weight(snippet):
+    """davidmrau/mixture-of-experts (b40f_moe_gate_parameter_moved_in_init's fixed twin): the gates are scattered into
+    ``torch.zeros_like(logits, requires_grad=True)`` at every call: a canvas shaped like the activation, not a weight
+    drawn anew. The same leaf made from a shape alone is still named."""
+    canvas = "weights = torch.zeros_like(self.heads(h)[0], requires_grad=True).scatter(0, torch.tensor([1]), 1.0)"
+    script, found = optimizer_findings(snippet, FORWARD.replace("weights = self.make(torch.rand(3))", canvas)
+                                       .replace("DERIVATIVE", "pass"))
+    assert found == []
+    shaped = canvas.replace("torch.zeros_like(self.heads(h)[0], ", "torch.zeros(3, ")
+    script, found = optimizer_findings(snippet, FORWARD.replace("weights = self.make(torch.rand(3))", shaped)
+                                       .replace("DERIVATIVE", "pass"))
+    assert [(f.line, f.severity) for f in found] == [(script.line("drawn"), "warning")], found
+
+
+def test_a_start_value_made_in_every_forward_that_terms_are_added_to_is_no_weight(snippet):
+    """vector-quantize-pytorch (b41d_vqpytorch's twins): ``loss = torch.tensor([0.], requires_grad=self.training)`` in
+    forward, the terms added to it: a start value, not a weight drawn anew."""
+    start = "weights = torch.tensor([0.0], requires_grad=True)"
+    code = FORWARD.replace("weights = self.make(torch.rand(3))", start).replace("DERIVATIVE", "pass")
+    code = code.replace("return (torch.softmax(weights, 0) * terms).sum()", "return weights + terms.sum()")
+    script, found = optimizer_findings(snippet, code)
+    assert found == []
+
+
 PROBED = """
 probe = torch.zeros(4, 8, requires_grad=True)  # <- probe
 print("loss at zero weights:", ((torch.tanh(x @ probe + b1) @ w2 - y) ** 2).mean().item())

@@ -80,3 +80,32 @@ def test_an_optimizer_never_stepped_beside_one_that_steps_a_joint_loss_is_named_
     assert "detector_optimizer.step() here" in finding.fix
     assert {(p.role, p.line) for p in finding.related} == {("used", script.line("built")),
                                                            ("symptom", script.line("backward"))}
+
+
+INNER_LOOP = """
+base, learned_rate = nn.Linear(6, 1), nn.Linear(1, 1)
+meta_optimizer = torch.optim.SGD(learned_rate.parameters(), lr=0.1)
+for episode in range(2):
+    inner = torch.optim.SGD(base.parameters(), lr=0.0)  # <- inner
+    weights = list(inner.param_groups[0]["params"])
+    for step in range(2):
+        loss = (torch.nn.functional.linear(x, *weights) ** 2).mean()
+        grads = torch.autograd.grad(loss, weights, create_graph=True)  # <- grad
+        rate = learned_rate(torch.ones(1))
+        weights = [w - rate * g for w, g in zip(weights, grads)]
+    meta_loss = (torch.nn.functional.linear(x, *weights) ** 2).mean()
+    meta_optimizer.zero_grad()
+    meta_loss.backward()
+    meta_optimizer.step()
+"""
+
+
+def test_an_optimizer_a_differentiable_inner_loop_takes_its_settings_from_is_no_missing_step(snippet):
+    """higher-style meta-learning (b42b_higher's fixed twin): a torch optimizer whose param_groups a differentiable
+    inner loop reads, taking the gradients of its parameters itself with autograd.grad while the meta-optimizer steps,
+    is never meant to step. When no optimizer steps at all (the meta-optimizer's step forgotten), steps are missing."""
+    script = snippet(PRELUDE + textwrap.dedent(INNER_LOOP))
+    assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []
+    script = snippet(PRELUDE + textwrap.dedent(INNER_LOOP.replace("    meta_optimizer.step()\n", "")))
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert any(f.kind == "optimizer" and "never calls its step()" in f.message for f in found), found

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from gradcheck_l2c.judge.freed_graph import freed_graph_words
 from gradcheck_l2c.judge.graphless import graphless_words, under_grad_off, under_inference_mode
+from gradcheck_l2c.judge.view_writes import (detach_view_words, function_view_words, inplace_leaf_words,
+                                             multi_view_words, nograd_view_words)
 from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
 from gradcheck_l2c.record.facts import AutogradError, Graphless, Site, StaleSaved
 from gradcheck_l2c.records import Finding
@@ -127,31 +129,6 @@ def _non_scalar(fact: AutogradError, name: str, call: str, said: str) -> tuple[s
             f"from a single value (the loss){said}.",
             f"reduce it to one value {where} (.mean() or .sum() over the batch), or pass "
             "gradient=torch.ones_like(...) to backward() if the sum of its values is meant.")
-
-
-def _inplace_leaf(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
-    op = fact.detail.get("op", "an in-place op")
-    view = " (through a view of it)" if fact.detail.get("view") else ""
-    if fact.detail.get("has_grad"):
-        fix = (f"run the update under `with torch.no_grad():` (as optimizer.step() does), so autograd does not "
-               f"record it; or let an optimizer update {name}.")
-    else:
-        fix = ("write under `with torch.no_grad():` (as nn.init and optimizer.step() do), so autograd does not "
-               "record it; if the change should be differentiated, build a new tensor out of place instead.")
-    return (f"`{op}` wrote in place into {name}{view}, a leaf tensor that requires grad, while grad mode was on: "
-            f"autograd cannot record an in-place change of a tensor whose gradient it accumulates, so PyTorch "
-            f"refused it{said}.", fix)
-
-
-def _multi_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
-    op = fact.detail.get("op", "an in-place op")
-    made_by = fact.detail.get("made_by")
-    made = f" (autograd names its op {made_by})" if made_by else ""
-    return (f"`{op}` wrote in place into {name}, one of several views a single op returned{made}: unbind, chunk, "
-            f"split, or iterating over a tensor; autograd cannot rewrite the backward of such views, so PyTorch "
-            f"refused the write{said}.",
-            "compute the result out of place (y = t.sub(m) ... and torch.stack the parts, or a mask: "
-            "t = torch.where(cond, value, t)), or .clone() the view before writing into it.")
 
 
 def _inference(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
@@ -321,28 +298,6 @@ def _dtype_requires_grad(fact: AutogradError, name: str, call: str, said: str) -
             "need no gradient.")
 
 
-def _nograd_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
-    return (f"`{fact.detail.get('op', 'an in-place op')}` wrote in place with grad mode on into {name}, a view "
-            f"taken under no_grad or inference_mode: autograd cannot tell whether the write should be recorded, "
-            f"so PyTorch refused it{said}.",
-            "take the view and write into it on the same side of the no_grad block (both inside when the write "
-            "is not to be differentiated, both outside when it is), or .clone() the view first.")
-
-
-def _function_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
-    return (f"this custom autograd.Function's forward returns a view (or one of its inputs as is), and "
-            f"`{fact.detail.get('op', 'an in-place op')}` later wrote in place into it ({name}): the write would "
-            f"bypass the Function's backward, so PyTorch refused it{said}.",
-            "return a clone from the Function's forward (return x.clone(), not x or a view of it), or write out "
-            "of place.")
-
-
-def _detach_view(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
-    return (f"detach_() was called on {name}, a view, which cannot be detached in place{said}.",
-            "use the out-of-place form: t = t.detach() (for DDP's gradient_as_bucket_view gradients, "
-            "zero them with optimizer.zero_grad()).")
-
-
 def _legacy_function(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     function = fact.detail.get("op") or "this Function"
     return (f"this line calls an instance of {function}, an old-style autograd.Function (forward and backward written "
@@ -370,16 +325,16 @@ def _other(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, s
 
 
 _WORDING = {
-    "freed_graph": freed_graph_words, "non_scalar_root": _non_scalar, "inplace_leaf": _inplace_leaf,
+    "freed_graph": freed_graph_words, "non_scalar_root": _non_scalar, "inplace_leaf": inplace_leaf_words,
     "inference_saved": _inference, "unused_input": _unused_input, "input_no_grad": _input_no_grad,
     "function_backward": _function_backward, "function_no_backward": _no_backward,
     "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad,
     "retain_grad_no_grad": _retain_grad_no_grad, "hook_result": _hook_result, "deepcopy_non_leaf": _deepcopy, "graphless": graphless_words,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,
-    "requires_grad_non_leaf": _requires_grad_non_leaf, "inplace_multi_view": _multi_view,
+    "requires_grad_non_leaf": _requires_grad_non_leaf, "inplace_multi_view": multi_view_words,
     "out_requires_grad": _out_requires_grad, "resize_requires_grad": _resize_requires_grad,
-    "dtype_requires_grad": _dtype_requires_grad, "inplace_nograd_view": _nograd_view,
-    "inplace_function_view": _function_view, "detach_view": _detach_view, "once_differentiable": _once_differentiable,
+    "dtype_requires_grad": _dtype_requires_grad, "inplace_nograd_view": nograd_view_words,
+    "inplace_function_view": function_view_words, "detach_view": detach_view_words, "once_differentiable": _once_differentiable,
     "legacy_function": _legacy_function,
 }
 

@@ -60,6 +60,9 @@ def scan(run) -> list[Finding]:
 
 def _out_of_place(op: str) -> str:
     """The out-of-place form of the in-place write ``op``: for an assignment into part of a tensor, a copy."""
+    if op.endswith("(out=...)"):
+        return (f"drop out= and keep the result as a new tensor (u = {op[:-9]}(...)), or .clone() the tensor written "
+                "into where the forward uses it, so the value saved for backward is not overwritten.")
     if op.endswith("(inplace=True)"):
         return (f"build the layer with inplace=False (where `{op}` is made, or where its inplace is set), so it "
                 "returns a new tensor instead of overwriting the one saved for backward.")

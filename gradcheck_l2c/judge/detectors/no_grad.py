@@ -22,6 +22,12 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
     if event.extra.get("function"):
         return _function(event, tensor)
     call = _caller_under_no_grad(event)
+    drawn = _drawn_by(event)
+    if drawn and call is None:
+        return (f"`{drawn}()`, called here, draws its values under torch.no_grad(): the sample carries no gradient "
+                f"back to {tensor}, whatever it was computed from.", _library_fix(drawn))
+    if event.extra.get("kept") and call is not None:
+        return _kept(event, tensor, call[1])
     if call is not None and call[1].form == "decorator":
         off = call[1]
         return (
@@ -90,6 +96,16 @@ def _function(event: Event, tensor: str) -> tuple[str, str]:
         f"pass {tensor} to {function}.apply(...) as an input and return its gradient from backward(), or compute "
         "this part outside the Function with differentiable torch ops.",
     )
+
+
+def _kept(event: Event, tensor: str, off: GradOff) -> tuple[str, str]:
+    """A module kept a value this call computed with gradients off, and a loss was later computed from it."""
+    attribute = event.extra["kept"]
+    return (f"this call runs inside `{off.statement}` at {off.site}, and `{event.detail}` at {event.site} kept what it "
+            f"computed from {tensor} on the module as `{attribute}`; a loss computed later from the kept value had "
+            "no graph, so backward() was refused.",
+            f"clear `{attribute}` before training resumes (set it to None where the module switches back to train(), "
+            "or after this call), or do not keep values computed with gradients off on the module.")
 
 
 def related(event: Event) -> dict[str, Site | None]:
@@ -161,6 +177,12 @@ def _switched_off(event: Event) -> Site | None:
     if _caller_under_no_grad(event) is not None or _library_under_no_grad(event) is not None:
         return None
     return event.extra.get("switched")
+
+
+def _drawn_by(event: Event) -> str:
+    """The distribution's ``sample`` the user's line called, which ran the cut op (``Normal.sample``); "" if none."""
+    called = event.extra.get("called", "")
+    return called if called.rpartition(".")[2] == "sample" else ""
 
 
 def _library_fix(function: str) -> str:

@@ -5,6 +5,7 @@ attribute, ``model.out.grad``, the line in the method that made it), the read is
 whether that line moved the leaf to a device or dtype, or kept a result on an object."""
 from __future__ import annotations
 
+from gradcheck_l2c.record.facts import Site
 from gradcheck_l2c.record.query import made_at
 from gradcheck_l2c.records import Finding
 
@@ -15,7 +16,9 @@ def scan(run) -> list[Finding]:
 
     found = []
     seen = set()
-    for site, name, is_leaf, grad_fn, made_here, refused, stored in run.record.nonleaf_reads:
+    shown = _symptoms(run.record.nonleaf_reads)
+    for site, name, is_leaf, grad_fn, made_here, refused, stored, _ in run.record.nonleaf_reads:
+        site = shown[name] if not refused else site
         if (site, name) in seen or not run.wants(name):
             continue
         seen.add((site, name))
@@ -32,6 +35,19 @@ def scan(run) -> list[Finding]:
                 _kept(name) if stored else _fix(grad_fn, name), related={"symptom": site},
             ))
     return found
+
+
+def _symptoms(reads) -> dict[str, Site | None]:
+    """Each name's first read after a backward had ended, else its first read: where the missing gradient showed (a
+    read before any backward, ``print(x.grad)`` to compare, shows nothing missing yet)."""
+    shown: dict[str, Site | None] = {}
+    after: set[str] = set()
+    for read in reads:
+        if read.name not in shown or (read.after_backward and read.name not in after):
+            shown[read.name] = read.site
+            if read.after_backward:
+                after.add(read.name)
+    return shown
 
 
 def _kept(name: str) -> str:

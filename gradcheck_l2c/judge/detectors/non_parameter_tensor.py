@@ -20,12 +20,14 @@ def scan(run) -> list[Finding]:
         name = f"{owner}.{attr}"
         if not run.wants(name, attr):
             continue
-        if problem == "plain":
+        if problem in ("plain", "plain buffer"):
+            what = "a buffer (register_buffer)" if problem == "plain buffer" else "a plain tensor attribute"
             found.append(run.finding(
                 KIND, "error", name, site,
-                f"{name} is a plain tensor attribute (not an nn.Parameter, requires_grad=False): backward never "
-                "gives it a gradient, and an optimizer never changes it.",
-                f"make it a parameter: self.{attr} = nn.Parameter(...).",
+                f"{name} is {what}, not an nn.Parameter (requires_grad=False): backward never gives it a gradient, "
+                "and an optimizer never changes it.",
+                f"make it a parameter: self.{attr} = nn.Parameter(...)"
+                + (" instead of registering a buffer." if problem == "plain buffer" else "."),
                 related={"symptom": symptom},
             ))
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gradcheck_l2c.judge.backward_branch import branch_around_backward
 from gradcheck_l2c.judge.listing import listed
+from gradcheck_l2c.judge.remade import drawn_in_forward, made_in_every_forward, remade_key, remade_sites
 from gradcheck_l2c.judge.scopes import follows_in_scope
 from gradcheck_l2c.judge.unread_gradients import unread_findings
 from gradcheck_l2c.records import Finding
@@ -20,7 +21,7 @@ KIND = "optimizer"
 def scan(run) -> list[Finding]:
     record = run.record
     found = []
-    remade = _remade_sites(run)
+    remade = remade_sites(run)
     for event in record.events(KIND):
         if event.detail == "erased":
             optimizer = event.extra["optimizer"]
@@ -85,7 +86,11 @@ def scan(run) -> list[Finding]:
             if any(event.key in hidden.keys for hidden in record.unregistered.values()):
                 continue  # no module registers it: that (non_parameter_tensor) is the line to change
             meant = _meant_for(run, name, watched)
-            anew = watched.user_leaf and watched.site in remade
+            anew = remade_key(watched) in remade
+            if anew and watched.made_in_forward and watched.owner is not None and meant is not None \
+                    and _made_after(run, watched, meant):
+                found.append(made_in_every_forward(run, watched, event, meant))
+                continue
             message, fix = _none(run, watched, meant, anew)
             site, related = event.site, {"defined": event.site}
             if meant is not None:
@@ -135,7 +140,7 @@ def scan(run) -> list[Finding]:
     # scheduler step that stands in its place, with the backward as symptom)
     lines = {(f.file, f.line) for f in never}
     lines |= {(p.file, p.line) for f in never for p in f.related if p.role == "symptom"}
-    return found + unread_findings(run, lines) + never + _drawn_in_forward(run)
+    return found + unread_findings(run, lines) + never + drawn_in_forward(run)
 
 
 def _never_stepped(run) -> list[Finding]:
@@ -153,7 +158,7 @@ def _never_stepped(run) -> list[Finding]:
         keys = [key for key in record.keys if key in run.keys and key not in stepped
                 and run.record.watched_at(key).ever_grad and not run.record.watched_at(key).grad_used]
         if (record.step_order >= 0 or not keys or record.site is None or _after_refusal(record, refused)
-                or not refused_keys.isdisjoint(keys)):
+                or not refused_keys.isdisjoint(keys) or _container(run, keys, stepped)):
             continue
         shown = listed(sorted({run.name(key) for key in keys}))
         call = f"{min(record.names)}.step()" if record.names else "step()"
@@ -209,32 +214,11 @@ def _never_stepped(run) -> list[Finding]:
     return found
 
 
-def _drawn_in_forward(run) -> list[Finding]:
-    """Plain leaves that a module's forward makes with requires_grad at every call (loss weights drawn anew), each
-    given a gradient no code reads, held by no optimizer while optimizers step the model: none ever learns."""
-    record = run.record
-    if not any(other.step_order >= 0 for other in record.optimizers):
-        return []
-    made: dict = {}
-    for watched in record.watched():
-        if (watched.user_leaf and not watched.is_parameter and watched.ever_grad and not watched.optimized
-                and not watched.grad_used and watched.grad_read is None and not watched.stepped_by_script
-                and watched.forward_line is not None and not record.differentiated(watched.key)):
-            made.setdefault(watched.forward_line, []).append(watched)
-    found = []
-    for site, leaves in made.items():
-        if len(leaves) < 2:
-            continue
-        name = leaves[-1].name
-        found.append(run.finding(
-            KIND, "warning", name, site,
-            f"{name} gets gradients but is in no optimizer, so it never changes: this line, in a forward, makes a new "
-            f"leaf with requires_grad at every call ({len(leaves)} of them got gradients), so each gradient lands on a "
-            "fresh tensor that no optimizer holds and the next call starts again from new values.",
-            "make it once, as a Parameter of the module (self.<name> = nn.Parameter(...) in __init__), and use that "
-            "here: an optimizer built from model.parameters() then holds it.",
-        ))
-    return found
+def _container(run, keys: list[int], stepped: set[int]) -> bool:
+    """An optimizer that never steps, whose parameters the script differentiates itself with ``autograd.grad`` while
+    another optimizer steps (a differentiable inner loop given its ``param_groups``, as ``higher`` takes a torch
+    optimizer): a container of settings, whose step is not meant to run."""
+    return bool(stepped) and all(run.record.differentiated(key) for key in keys)
 
 
 def _stepped_beside(run, record):
@@ -296,16 +280,6 @@ def _none(run, watched, record, anew: bool = False) -> tuple[str, str]:
             (f"give the {record.name} all parameters (model.parameters())" if record.params_site is None else
              f"add it to the parameter list built here, which the {record.name} takes")
             + ", or add the left-out ones with optimizer.add_param_group({'params': [...]})" + freeze)
-
-
-def _remade_sites(run) -> set:
-    """The lines where user code made free Parameters (``nn.Parameter(...)`` on no module) more than once after an
-    optimizer was built: code that runs at every step (a loss function, a forward) makes a new one at each call."""
-    seen, again = set(), set()
-    for watched in run.record.watched():
-        if watched.user_leaf and watched.owner is None and watched.optimizers_before > 0 and watched.site is not None:
-            (again if watched.site in seen else seen).add(watched.site)
-    return again
 
 
 def _made_after(run, watched, record) -> bool:

@@ -109,6 +109,12 @@ def scan(run) -> list[Finding]:
                     site, where = watched.thawed_at, where + "; this line made it trainable"
                     fix = (f"freeze this {caller} after this line (its requires_grad_(False)) if the loss is not meant "
                            f"to use its output, or make the loss depend on the output of the {caller} call.")
+            elif (instead := record.called_instead(watched.key)) is not None:  # a sibling called twice, here second
+                attribute, sibling, site = instead
+                where = (f"; `{attribute}` is never called, while `{sibling}`, of the same class, is called a second "
+                         "time here")
+                fix = (f"call `{attribute}` here if this is where it belongs (a copy of the `{sibling}` call written "
+                       f"twice), or remove `{attribute}` if it is not meant to be used.")
             else:
                 where = (f"; no parameter of {module} got a gradient, so its forward was never called "
                          "or its output was not used")

@@ -216,7 +216,7 @@ class ModuleBypass:
             elif origins.recording and ident not in called_again and scope.in_trace_thread():
                 site = user_site(1)
                 if site != called[ident][1]:
-                    called_again[ident] = site
+                    called_again[ident] = (_reference(called_again, ident, self), site)
             if (not innermost_mode_is(mode) or is_compiling() or ident in (dirty if grad else dirty_without_grad)
                     or scope.quiet or not bypass.may_pass(self)):
                 return call(self, *args, **kwargs)

@@ -137,8 +137,8 @@ def _called_instead(registry: WatchRegistry, chain: list[nn.Module]) -> tuple[st
             continue
         children = list(parent.named_children())
         name = next((n for n, child in children if child is module), None)
-        twin = next(((n, again[id(child)]) for n, child in children if type(child) is type(module)
-                     and child is not module and again.get(id(child)) is not None), None)
+        twin = next(((n, again[id(child)][1]) for n, child in children if type(child) is type(module)
+                     and child is not module and id(child) in again and again[id(child)][1] is not None), None)
         return (name, *twin) if name is not None and twin is not None else None
     return None
 

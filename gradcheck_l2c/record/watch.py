@@ -194,7 +194,7 @@ class WatchRegistry:
         self.called: dict[int, tuple[weakref.ref, Site | None]] = {}
         # id(module) -> the first user line other than that one that called it, in the first iteration (a layer called
         # twice where a sibling of its class is never called: a copy-pasted call)
-        self.called_again: dict[int, Site | None] = {}
+        self.called_again: dict[int, tuple[weakref.ref, Site | None]] = {}
         # key -> (the module's attribute, a sibling's, the sibling's second line): a parameter whose module was never
         # called while that sibling of its class was, on two lines of their parent's forward (`names`)
         self.instead: dict[int, tuple[str, str, Site]] = {}

@@ -60,6 +60,13 @@ class Event:
     source: Any = None
     extra: EventExtra = field(default_factory=EventExtra)  # type: ignore[arg-type]
 
+    @property
+    def sampled_by(self) -> str:
+        """The distribution's ``sample`` whose own no_grad ran this cut, called from the user's line (``Normal.sample``:
+        ``rsample()`` keeps the gradient); "" for any other."""
+        called = self.extra.get("called", "")
+        return called if called.rpartition(".")[2] == "sample" else ""
+
 
 class EventLog:
     """All events of one trace, one per (kind, tensor, place, operation)."""

@@ -257,4 +257,4 @@ class TermLog:
 def _drawn(event: Any) -> bool:
     """A cut of values meant to carry a gradient: an op that sends back zeros (`_ZEROED`), or a distribution's
     ``sample()`` that drew them under its own no_grad (``rsample()`` keeps the gradient)."""
-    return event.extra.get("output") in _ZEROED or event.extra.get("called", "").rpartition(".")[2] == "sample"
+    return event.extra.get("output") in _ZEROED or bool(event.sampled_by)

@@ -30,8 +30,7 @@ def scan(run) -> list[Finding]:
         for event in chain:
             cut = run.cut_finding(event, name)  # its fix, and its place (a call made inside a no_grad block)
             site = run.cut_site(event)
-            drawn = event.extra.get("called", "") if event.kind == "no_grad" else ""
-            detail = f"{drawn}()" if drawn.rpartition(".")[2] == "sample" else event.detail  # Normal.sample(), not expand
+            detail = f"{event.sampled_by}()" if event.sampled_by else event.detail  # Normal.sample(), not its expand
             op = f"`{detail}`" if site == event.site else f"`{detail}` at {event.site}"
             how = f"{op} ran with gradients disabled and" if event.kind == "no_grad" else op
             found.append(run.finding(

@@ -22,7 +22,7 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
     if event.extra.get("function"):
         return _function(event, tensor)
     call = _caller_under_no_grad(event)
-    drawn = _drawn_by(event)
+    drawn = event.sampled_by
     if drawn and call is None:
         return (f"`{drawn}()`, called here, draws its values under torch.no_grad(): the sample carries no gradient "
                 f"back to {tensor}, whatever it was computed from.", _library_fix(drawn))
@@ -177,12 +177,6 @@ def _switched_off(event: Event) -> Site | None:
     if _caller_under_no_grad(event) is not None or _library_under_no_grad(event) is not None:
         return None
     return event.extra.get("switched")
-
-
-def _drawn_by(event: Event) -> str:
-    """The distribution's ``sample`` the user's line called, which ran the cut op (``Normal.sample``); "" if none."""
-    called = event.extra.get("called", "")
-    return called if called.rpartition(".")[2] == "sample" else ""
 
 
 def _library_fix(function: str) -> str:

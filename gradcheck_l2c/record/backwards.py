@@ -11,6 +11,7 @@ from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.arrivals import Arrivals
 from gradcheck_l2c.record.code_lines import attribute_read
 from gradcheck_l2c.record.cuts import CutRecorder
+from gradcheck_l2c.record.empty_reads import EmptyReads
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.function_sites import functions_before, user_backward_return
 from gradcheck_l2c.record.gradient_gates import Gate
@@ -79,6 +80,7 @@ class BackwardLog:
         self.graphs: list[PendingGraph] = []
         self.graph_signatures: set[int] = set()
         self.nonleaf_reads: list[NonLeafRead] = []
+        self.empty_reads = EmptyReads()  # .grad reads that found None, by the name the script read them as
         self.dead_ends: list[Taint] = []  # values whose every path was cut
         self.graphless: list[Site | None] = []  # backwards that raised "does not require grad"
 
@@ -231,6 +233,8 @@ class BackwardLog:
                 return
         site = user_site(2)
         watched = registry.get(tensor)
+        if value is None and (watched is None or watched.frozen):  # frozen by the script: did it expect a gradient?
+            self.empty_reads.read(registry, tensor, watched and watched.key, user_frame(2), site)
         if watched is not None:
             if watched.ever_grad and value is None:
                 reader = user_frame(2)

@@ -25,10 +25,12 @@ from gradcheck_l2c.record.locations import (
     called_from,
     caller_is_user,
     library_callers,
+    user_frame,
     user_site,
 )
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
+from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.torch_internals import STATE_DICT_SAVE
 from gradcheck_l2c.record.writes import WriteLog
 
@@ -198,6 +200,8 @@ def on_requires_grad(mode: Mode, func, args, kwargs):
         registry.watch_leaf(tensor, user_site(1), user_leaf=True, made=False)
     # the user line that froze it (the line to change if all end frozen), or made a parameter trainable
     registry.switched(tensor, user_site(1) if not tensor.requires_grad or isinstance(tensor, nn.Parameter) else None)
+    if not tensor.requires_grad and constructing_module(user_frame(1)) is not None:
+        mode.state.backwards.empty_reads.built_frozen(registry.key_of(tensor))
     return out
 
 

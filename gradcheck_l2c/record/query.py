@@ -12,6 +12,7 @@ from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.autograd_errors import ErrorRecorder
 from gradcheck_l2c.record.backwards import BackwardLog
 from gradcheck_l2c.record.ddp import DdpLog
+from gradcheck_l2c.record.empty_reads import EmptyReads
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.facts import (
     AutogradError,
@@ -71,10 +72,6 @@ class TraceRecord:
 
     def watched_at(self, key: int) -> Watched:
         return self._registry.all[key]
-
-    def watched_of(self, tensor: Any) -> Watched | None:
-        """The watched entry of a live tensor object."""
-        return self._registry.get(tensor)
 
     def selected(self) -> tuple[set[int], list[str]]:
         """Keys of the tensors the user asked about, and the patterns that matched nothing."""
@@ -179,6 +176,11 @@ class TraceRecord:
         return self._backwards.nonleaf_reads
 
     @property
+    def empty_reads(self) -> EmptyReads:
+        """``.grad`` reads that found None on tensors the script names, for those it froze or made frozen."""
+        return self._backwards.empty_reads
+
+    @property
     def optimizers(self) -> list[OptimizerRecord]:
         return self._optimizers.records
 
@@ -199,11 +201,6 @@ class TraceRecord:
     @property
     def unregistered(self) -> dict[tuple[str, str], Unregistered]:
         return self._unregistered.found
-
-    @property
-    def nan_checked(self) -> bool:
-        """Whether the run was checked for NaN/Inf (``--nan``)."""
-        return self._health is not None
 
     @property
     def non_finite(self) -> list[NonFinite]:

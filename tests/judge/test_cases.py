@@ -622,18 +622,10 @@ KNOWN_MISSES: dict[str, str] = {
     "b39e_style_transfer_closed_hooks_stale_features":
         "first pass: autograd_error e :45, the backward that found the graph freed; the case names the read of the "
         "closed hooks' stale features (:91), an attribute read the trace does not see as an op",
-    # Batch 40, first pass on 48ed9de (tests/cases/README.md): what the tool said instead.
-    "b40c_flamingo_mini_freeze_lm_freezes_eoc_embedding":
-        "first pass: nothing; the token embeddings frozen by the language-model freeze loop (their new <EOC> row with "
-        "them) are not watched, and a frozen pretrained embedding beside trained cross-attention layers is what "
-        "Flamingo-style training does on purpose",
     # Batch 41, first pass on the build with batch 40's round (tests/cases/README.md): what the tool said instead.
     "b41a_lmf_fusion_weights_sliced_out_of_optimizer":
         "first pass: optimizer w :59, the optimizer whose two groups are slices of parameters() with a gap between "
         "them; the case names the second slice (:58), which the author widened, where the first could as well have been",
-    "b41a_maskrcnn_set_trainable_never_unfreezes":
-        "first pass: nothing; layers frozen by a first training stage and never switched back on are not watched, and "
-        "a stage that trains heads only over a frozen backbone is what such schedules do on purpose",
     "b41f_transformer_cross_attn_reuses_self_attn":
         "first pass: unused_parameter errors at the encoder layer's definitions (:72-:75); now also unused_parameter at "
         "the case's line (:96), the second self-attention call where the never-called cross-attention belongs, but a "
@@ -646,10 +638,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
-    "b42c_pets_ensemble_logvar_bounds_frozen":
-        "first pass: nothing; Parameters made with requires_grad=False are not watched (b4_gate_params_frozen's limit)",
-    "b42d_tv_resnet_fpn_trainable5_freezes_bn1":
-        "first pass: nothing; a stem layer frozen by a library's name filter looks like a backbone frozen on purpose",
     "b42f_infomaxvae_disc_backward_after_vae_step":
         "first pass: inplace_saved e :88, the VAE's optimizer step that updated the weights the discriminator's backward "
         "still needed; the case names that backward (:92), which the maintainer restricted with inputs=",

@@ -2,7 +2,8 @@
 values it had before its first step. The gradient was there; the update was not (a learning rate of 0 at
 every step, a gradient zeroed between backward and each step). Or an optimizer's learning rate fell to 0
 and stayed 0 to the end: its parameters stopped learning there. Steps too small to move a value in
-floating point (vanishing gradients) are not reported here."""
+floating point (vanishing gradients) are not reported here. And a parameter the script froze (or made with
+``requires_grad=False``) and never switched back on, whose ``.grad`` it reads by name: it expected that gradient."""
 from __future__ import annotations
 
 from gradcheck_l2c.records import Finding
@@ -11,7 +12,7 @@ KIND = "no_update"
 
 
 def scan(run) -> list[Finding]:
-    found = []
+    found = _frozen_and_read(run)
     for fact in run.record.unchanged:
         if fact.key not in run.keys:
             continue
@@ -53,3 +54,44 @@ def _stalled(run, fact, name: str) -> Finding:
         "as often as its length counts (per epoch or per batch), or keep its factor above 0 (StepLR's gamma).",
         related={"used": fact.step_site} if fact.schedule else None,
     )
+
+
+def _frozen_and_read(run) -> list[Finding]:
+    """Parameters that take no gradient because the script froze them, whose ``.grad`` it then read by name (a read
+    of every parameter in a loop says nothing of one of them): at the freeze, the read as symptom. One that got a
+    gradient before the freeze was trained in an earlier stage, on purpose frozen since; one frozen in its module's
+    constructor is frozen by the model's design; one whose whole block is frozen (a backbone, a language model) is
+    what fine-tuning does."""
+    reads = run.record.empty_reads
+    found = []
+    for key, read in reads.watched.items():
+        watched = run.record.watched_at(key)
+        if key not in run.keys or not watched.frozen or watched.frozen_at is None or watched.ever_grad \
+                or key in reads.designed or not _in_a_training_block(run, watched):
+            continue
+        found.append(run.finding(
+            KIND, "warning", read.name, watched.frozen_at,
+            f"{read.name} was frozen here (requires_grad=False) and never switched back on, so no backward gives it "
+            f"a gradient: the script reads its .grad, which stays None, and no optimizer step changes it.",
+            "leave it out of the freeze (the loop's condition, the layers or names it matches), or switch it back "
+            "on with requires_grad_(True) before building the optimizer.",
+            related={"symptom": read.site}))
+    for fact in reads.frozen_made():
+        found.append(run.finding(
+            KIND, "warning", fact.read.name, fact.made,
+            f"{fact.read.name} was made here with requires_grad=False, so no backward gives it a gradient: the "
+            f"script reads its .grad, which stays None, and no optimizer step changes it.",
+            "drop requires_grad=False (a Parameter requires grad by default) if it is meant to learn; a constant "
+            "belongs in register_buffer().",
+            related={"symptom": fact.read.site}))
+    return found
+
+
+def _in_a_training_block(run, watched) -> bool:
+    """Whether the module above the one holding ``watched`` holds parameters that train: a layer frozen inside a
+    block whose other layers learn is a hole a freezing loop's condition or name filter made, not a frozen block."""
+    if len(watched.calls) < 2:
+        return False
+    block = watched.calls[1][0]
+    return any(other.key != watched.key and other.trainable() and any(call[0] == block for call in other.calls)
+               for other in run.record.watched())

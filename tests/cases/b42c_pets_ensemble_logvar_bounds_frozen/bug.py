@@ -34,8 +34,8 @@ class EnsembleModel(nn.Module):
     def __init__(self, state_dim, action_dim, ensemble_size=5, learning_rate=1e-3):
         super().__init__()
         self._output_dim = (state_dim + 1) * 2
-        self._max_logvar = nn.Parameter((torch.ones((1, self._output_dim // 2)).float() / 2), requires_grad=False)  # <- cut_term
-        self._min_logvar = nn.Parameter((-torch.ones((1, self._output_dim // 2)).float() * 10), requires_grad=False)  # <- cut_term
+        self._max_logvar = nn.Parameter((torch.ones((1, self._output_dim // 2)).float() / 2), requires_grad=False)  # <- no_update
+        self._min_logvar = nn.Parameter((-torch.ones((1, self._output_dim // 2)).float() * 10), requires_grad=False)  # <- no_update
         self.layer1 = FCLayer(state_dim + action_dim, 32, ensemble_size, Swish())
         self.layer2 = FCLayer(32, 32, ensemble_size, Swish())
         self.layer3 = FCLayer(32, self._output_dim, ensemble_size, nn.Identity())

@@ -122,3 +122,43 @@ def test_a_parameter_made_without_grad_and_read_by_name_is_named_where_it_was_ma
 def test_the_same_parameter_made_trainable_is_silent(snippet):
     script = snippet(MADE.format(grad="True"))
     assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []
+
+
+STAGED = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp, self.norm, self.out = nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.out(self.norm(self.inp(x)))
+
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+for step in range(4):
+    if step == {stage}:  # the second stage trains around a layer the first one tuned
+        model.norm.weight.requires_grad_(False)
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(model.norm.weight.grad)
+"""
+
+
+def test_a_layer_trained_before_its_freeze_is_a_stage_of_the_schedule(snippet):
+    script = snippet(STAGED.format(stage=2))
+    assert [f for f in script.run().findings if f.severity in ("error", "warning")] == []
+
+
+def test_the_same_layer_frozen_before_any_step_is_named(snippet):
+    script = snippet(STAGED.format(stage=0))
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert [(f.kind, f.tensor) for f in found] == [("no_update", "model.norm.weight")]

@@ -1,5 +1,7 @@
 """Machine instructions and first-level data-cache misses per step, untraced and traced, counted by valgrind's
-cachegrind: the same on every run of one version (hash seed fixed), so two versions of the tool compare exactly where
+cachegrind: the same on every run of one version (hash seed fixed, and the address-space layout with ``setarch -R``
+where it exists: objects' ids decide how dicts and sets keyed by them probe, which moved the fresh-leaves count by 2.5%
+between two runs of one version, and by 0.1% with the layout fixed), so two versions of the tool compare exactly where
 this machine's timing noise (2-4 µs a step of the fresh-leaves loop, run to run) hides a change of a few percent.
 
 Each configuration runs under cachegrind twice, for ``--base`` steps and for ``--base + --steps``: the difference,
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +32,8 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Runs a command with address-space randomisation off (util-linux's setarch), where the machine has it.
+FIXED_LAYOUT = ["setarch", platform.machine(), "-R"] if shutil.which("setarch") else []
 
 
 def fresh_workload() -> Callable[[], None]:
@@ -71,7 +77,7 @@ def counted(workload: str, traced: bool, steps: int, package: Path) -> dict[str,
         out = Path(folder, "cachegrind.out")
         env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join([str(package), str(ROOT)]))
-        subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--cachegrind-out-file={out}",
+        subprocess.run([*FIXED_LAYOUT, "valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--cachegrind-out-file={out}",
                         sys.executable, __file__, "--child", workload, "traced" if traced else "untraced", str(steps)],
                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         events: list[str] = []

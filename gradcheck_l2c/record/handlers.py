@@ -30,8 +30,8 @@ from gradcheck_l2c.record.locations import (
 )
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
-from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.torch_internals import STATE_DICT_SAVE
+from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.writes import WriteLog
 
 Tensor = torch.Tensor

@@ -6,7 +6,9 @@ Just before ``Process.start`` the parent wraps the child's target in :class:`Tra
 process for spawn and forkserver, copied by fork) and puts the original back right after. In the child it
 traces the target and writes the result as a torchrun rank does (present/merge.py) to a folder the parent
 reads when its trace ends. ``with Pool(...)`` ends its workers with SIGTERM: a worker writes its result on that
-signal, then dies of it as it would have. A child that cannot be traced is left as it is and reported (GC023).
+signal, then dies of it as it would have; one killed so before its trace could catch the signal (a worker still
+starting, a spawned one importing torch) ran nothing of the script's and is not reported. A child that cannot be
+traced is left as it is and reported (GC023).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import signal
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from multiprocessing.process import BaseProcess
 from typing import Any, Callable
@@ -43,7 +46,8 @@ class ChildProcesses:
                  untraced: Callable[[Any, str], None]) -> None:
         self.new_trace, self.active, self.untraced = new_trace, active, untraced
         self.folder: str | None = None
-        self.started: list[tuple[Any, int, bool]] = []  # (site of the start, pid, daemon)
+        # (site of the start, pid, daemon, the Process weakly: a Pool's many workers keep no pipes open for the trace)
+        self.started: list[tuple[Any, int, bool, weakref.ref[BaseProcess]]] = []
 
     def start(self, process: BaseProcess, site: Any, start: Callable[[], Any]) -> Any:
         """``Process.start`` under the trace: the child's target wrapped while it starts, then put back."""
@@ -61,7 +65,7 @@ class ChildProcesses:
         finally:
             process._target = target  # type: ignore[attr-defined]
             if process.pid is not None:
-                self.started.append((site, process.pid, process.daemon))
+                self.started.append((site, process.pid, process.daemon, weakref.ref(process)))
 
     def finish(self) -> list[RankResult]:
         """The children's results, once each has reported or ended (at most :data:`CHILD_WAIT` seconds for
@@ -73,18 +77,35 @@ class ChildProcesses:
             while True:
                 results = read_results(self.folder)
                 reported = {result.rank for result in results}
-                running = [pid for _, pid, daemon in self.started
+                running = [pid for _, pid, daemon, _ in self.started
                            if not daemon and pid not in reported and process_alive(pid)]
                 if not running or time.monotonic() > deadline:
                     break
                 time.sleep(_POLL)
-            for site, pid, daemon in self.started:
-                if pid not in reported:
-                    self.untraced(site, RUNNING if daemon and process_alive(pid) else LOST)
+            for site, pid, daemon, process in self.started:
+                if pid in reported:
+                    continue
+                if daemon and process_alive(pid):
+                    self.untraced(site, RUNNING)
+                elif not _terminated_before_its_trace(process(), self.folder):
+                    self.untraced(site, LOST)
             return results
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder, self.started = None, []
+
+
+def _terminated_before_its_trace(process: BaseProcess | None, folder: str) -> bool:
+    """Whether a child that wrote no result died of a SIGTERM that came before its trace caught that signal: before
+    its target began (`TracedTarget` catches it from its first line), so nothing of the script ran under it. Not
+    one whose target ran under a SIGTERM handler of the script's (it leaves a mark, `_ChildResult.own_handler`)."""
+    if process is None or process_alive(process.pid):
+        return False
+    return process.exitcode == -signal.SIGTERM and not os.path.exists(_own_handler_mark(folder, process.pid))
+
+
+def _own_handler_mark(folder: str, pid: int) -> str:
+    return os.path.join(folder, f"own-sigterm-handler-{pid}")
 
 
 class TracedTarget:
@@ -151,6 +172,12 @@ class _ChildResult:
         with contextlib.suppress(OSError):  # the parent's trace ended and removed the folder
             write_result(self.folder, result)
 
+    def own_handler(self) -> None:
+        """Leave the parent a mark that this child runs its target with a SIGTERM handler of the script's: dying of
+        SIGTERM without a result, it may have run some of it (`_terminated_before_its_trace`)."""
+        with contextlib.suppress(OSError):
+            open(_own_handler_mark(self.folder, os.getpid()), "w", encoding="utf-8").close()
+
     @contextlib.contextmanager
     def written_on_sigterm(self) -> Iterator[None]:
         """Inside the block, SIGTERM (a Pool's ``terminate()``) writes the result, then ends the process as
@@ -160,6 +187,7 @@ class _ChildResult:
         previous = signal.getsignal(signal.SIGTERM)
         if threading.current_thread() is not threading.main_thread() \
                 or not (previous == signal.SIG_DFL or ours(previous)):
+            self.own_handler()
             yield
             return
 

@@ -3,6 +3,7 @@ their findings join the parent's report (text, JSON, SARIF), each marked with th
 worker's own line. A child that cannot be traced is still reported as untraced (GC023), with the reason."""
 import json
 import multiprocessing
+import multiprocessing.util
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 from gradcheck_l2c import trace
-from gradcheck_l2c.children import ChildProcesses
+from gradcheck_l2c.children import LOST, ChildProcesses
 from gradcheck_l2c.tracer import active_trace
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
@@ -135,6 +136,71 @@ def test_a_worker_terminated_while_its_trace_is_set_up_reports_that_nothing_ran(
     assert process.exitcode == -signal.SIGTERM
     assert [(result.process, result.findings, result.watched) for result in results] == [(process.name, [], [])]
     assert lost == []
+
+
+class Starting:
+    """Holds a forked child in its start-up, before its target runs (an after-fork callback, as a spawned child
+    importing torch is held), until SIGTERM ends it."""
+
+    def __init__(self, context):
+        self.ready = context.Event()
+        multiprocessing.util.register_after_fork(self, Starting.hold)
+
+    def hold(self):
+        self.ready.set()
+        time.sleep(60)
+
+
+def terminated_while_starting(children, context):
+    """Start a child through ``children``, end it with SIGTERM while it is still starting, and finish."""
+    starting = Starting(context)
+    process = context.Process(target=cut, args=(1,), daemon=True)
+    try:
+        children.start(process, "site", process.start)
+        assert starting.ready.wait(timeout=60)
+    finally:
+        del starting  # weakly registered: later forks are not held
+    process.terminate()
+    process.join(timeout=60)
+    assert process.exitcode == -signal.SIGTERM
+    return children.finish()
+
+
+@needs_fork
+def test_a_worker_terminated_before_its_target_began_is_not_reported(untouched):
+    """A Pool's ``terminate()`` may end a worker still starting (a spawned one importing torch, a loaded machine):
+    it ran nothing of the script's, so the report says nothing of it (it said "ended without a report")."""
+    context = multiprocessing.get_context("fork")
+    lost = []
+    results = terminated_while_starting(ChildProcesses(trace, active_trace, lambda site, why: lost.append(why)),
+                                        context)
+    assert results == [] and lost == []
+
+
+def die_of_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+@needs_fork
+def test_a_child_under_the_scripts_own_sigterm_handler_that_dies_of_it_is_still_reported(untouched):
+    """A child whose target runs under the script's own SIGTERM handler writes no result when that handler ends it:
+    it may have run the script's code, so it stays reported as ended without a report."""
+    context = multiprocessing.get_context("fork")
+    ready = context.Event()
+    lost = []
+    children = ChildProcesses(trace, active_trace, lambda site, why: lost.append(why))
+    previous = signal.signal(signal.SIGTERM, die_of_sigterm)  # inherited by the forked child
+    try:
+        process = context.Process(target=patient, args=(ready,), daemon=True)
+        children.start(process, "site", process.start)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert ready.wait(timeout=60)
+    process.terminate()
+    process.join(timeout=60)
+    assert process.exitcode == -signal.SIGTERM
+    assert children.finish() == [] and lost == [LOST]
 
 
 class Unjudgeable:

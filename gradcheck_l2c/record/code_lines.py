@@ -41,7 +41,7 @@ def attribute_read(code: CodeType, offset: int) -> str | None:
     """The object whose attribute the instruction at ``offset`` reads, when that object was itself read as an attribute
     of a name (``model.h`` of ``model.h.grad``); None when it is a name, or anything else."""
     listing = _listing(code)
-    index = next((i for i, instruction in enumerate(listing) if instruction.offset == offset), 0)
+    index = _indices(code).get(offset, 0)
     parts = []
     while index > 0 and listing[index - 1].opname == "LOAD_ATTR":
         index -= 1
@@ -71,6 +71,12 @@ def self_attribute_ops(code: CodeType) -> dict[str, int]:
 @functools.lru_cache(maxsize=64)
 def _listing(code: CodeType) -> list[dis.Instruction]:
     return list(dis.get_instructions(code))
+
+
+@functools.lru_cache(maxsize=64)
+def _indices(code: CodeType) -> dict[int, int]:
+    """Each instruction's offset -> its place in `_listing` (a read at every step finds it at once)."""
+    return {instruction.offset: index for index, instruction in enumerate(_listing(code))}
 
 
 @functools.lru_cache(maxsize=256)

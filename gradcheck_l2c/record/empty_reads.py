@@ -52,17 +52,20 @@ class EmptyReads:
         """User code in ``frame``, at ``site``, found ``tensor.grad`` None (``key``: the tensor's, when watched)."""
         if frame is None or site is None or (key is not None and key in self.watched):
             return
+        made = None
+        if key is None:  # kept only for a Parameter user code made frozen (one frozen before the trace is not)
+            created = registry.created.get(id(tensor))
+            if created is None or created[0]() is not tensor or created[1] is None or not (
+                    isinstance(tensor, nn.Parameter) and tensor.is_leaf and not tensor.requires_grad):
+                return
+            made = created[1]
         name = attribute_read(frame.f_code, frame.f_lasti)
         if name is None:
             return  # a loop variable's .grad, or an expression's
-        if key is not None:
+        if made is None:
             self.watched[key] = NamedRead(name, site)
-            return
-        created = registry.created.get(id(tensor))
-        if created is None or created[0]() is not tensor or created[1] is None:
-            return
-        if isinstance(tensor, nn.Parameter) and tensor.is_leaf and not tensor.requires_grad:
-            self.made_frozen.setdefault(created[1], MadeFrozen(created[1], NamedRead(name, site)))
+        else:
+            self.made_frozen.setdefault(made, MadeFrozen(made, NamedRead(name, site)))
 
     def frozen_made(self) -> list[MadeFrozen]:
         """The Parameters made with ``requires_grad=False`` whose ``.grad`` the script read by name."""

@@ -161,6 +161,7 @@ class Patches:
         """``register_buffer`` given a tensor that requires grad (a Parameter): parameters() will not hold it. Any
         other buffer user code registers keeps its line, as a plain tensor attribute set there does (the line to change
         if the script then treats it as learnable)."""
+        self.state.unregistered.buffers_registered += 1
         if not isinstance(buffer, torch.Tensor) or not self.state.scope.in_trace_thread():
             return
         with functions_off():  # the tool's read of the buffer, past the interceptor

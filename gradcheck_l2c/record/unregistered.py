@@ -50,6 +50,9 @@ class UnregisteredLog:
         self._weights: set[int] = set()  # fresh tensors an op in their module's own forward used as a weight
         #: key of a Parameter user code made in a module's ``__init__`` -> that module, until it is registered
         self._constructed: dict[int, weakref.ref] = {}
+        self.buffers_registered = 0  # ``register_buffer`` calls: one may hold a tensor looked for as an attribute
+        #: id of a tensor `plain_attribute` found no module holding -> (the tensor, what could change that then)
+        self._not_held: dict[int, tuple[weakref.ref, tuple[int, int]]] = {}
 
     def made_by(self, key: int | None, module: nn.Module | None) -> None:
         """User code made the Parameter ``key`` while ``module``'s ``__init__`` ran: it should register it."""
@@ -165,7 +168,15 @@ class UnregisteredLog:
 
     def plain_attribute(self, registry: WatchRegistry, tensor: torch.Tensor, symptom: Site | None) -> None:
         """A tensor that never required grad was treated as learnable (its ``.grad`` read, or handed to
-        an optimizer): if a module holds it as a plain attribute, that assignment is the bug."""
+        an optimizer): if a module holds it as a plain attribute, that assignment is the bug.
+
+        A tensor no module holds is remembered so until an attribute is set, a buffer registered or a module first
+        seen: a loop that logs the gradients of parameters frozen before the trace reads them at every step, and
+        each look walks every module."""
+        stamp = (registry.changes, self.buffers_registered)
+        known = self._not_held.get(id(tensor))
+        if known is not None and known[1] == stamp and known[0]() is tensor:
+            return
         for root, _ in registry.live_modules():
             for module in root.modules():
                 buffers = dict(module.named_buffers(recurse=False))  # a buffer is no parameter either
@@ -176,6 +187,13 @@ class UnregisteredLog:
                         problem = "plain buffer" if attr in buffers else "plain"
                         self.found[(type(module).__name__, attr)] = Unregistered(site, problem, symptom)
                         return
+        if len(self._not_held) >= _NOT_HELD:
+            self._not_held.clear()
+        self._not_held[id(tensor)] = (weakref.ref(tensor), stamp)
+
+
+#: Tensors remembered as held by no module at most (a script reading ``.grad`` of a new plain tensor at every step)
+_NOT_HELD = 4096
 
 
 #: nn.Module's own bookkeeping attributes (``_parameters``, ``_modules`` ...), never a user's container.

@@ -1,6 +1,6 @@
 """What the statements on a line of compiled user code do, read from its code object (never its text): the
 lines of a function's ``return``s, the lines that store a value as an attribute of an object, those that bind
-a name, the attribute an instruction reads a value through, and the lines a function runs itself."""
+a name, the attribute or named item an instruction reads a value through, and the lines a function runs itself."""
 from __future__ import annotations
 
 import dis
@@ -12,6 +12,7 @@ _RETURNS = frozenset(("RETURN_VALUE", "RETURN_CONST"))
 _ATTRIBUTE_STORES = frozenset(("STORE_ATTR",))
 _NAME_STORES = frozenset(("STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"))
 _NAME_LOADS = frozenset(("LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF"))
+_CONSTANT_LOADS = frozenset(("LOAD_CONST", "LOAD_SMALL_INT"))
 _COMPUTING = frozenset(("LOAD_METHOD", "BINARY_OP", "BINARY_SUBSCR"))  # what follows a value computed with at once
 
 
@@ -49,6 +50,33 @@ def attribute_read(code: CodeType, offset: int) -> str | None:
     if not parts or index == 0 or listing[index - 1].opname not in _NAME_LOADS:
         return None
     return ".".join([listing[index - 1].argval, *reversed(parts)])
+
+
+def named_object(code: CodeType, offset: int) -> str | None:
+    """The object whose attribute the instruction at ``offset`` reads, when the script names it: a name's attribute
+    or item by a constant (``model.head``, ``model[2].weight``, ``params['w']`` of ``....grad``); None for a bare
+    name (a loop variable) or anything computed (a call, an item by a variable)."""
+    listing = _listing(code)
+    index = _indices(code).get(offset, 0) - 1
+    parts = []
+    while index >= 0:
+        instruction = listing[index]
+        if instruction.opname == "LOAD_ATTR":
+            parts.append(f".{instruction.argval}")
+            index -= 1
+        elif _is_subscript(instruction) and index > 0 and listing[index - 1].opname in _CONSTANT_LOADS \
+                and type(listing[index - 1].argval) in (int, str):
+            parts.append(f"[{listing[index - 1].argval!r}]")
+            index -= 2
+        else:
+            break
+    if not parts or index < 0 or listing[index].opname not in _NAME_LOADS:
+        return None
+    return listing[index].argval + "".join(reversed(parts))
+
+
+def _is_subscript(instruction: dis.Instruction) -> bool:
+    return instruction.opname == "BINARY_SUBSCR" or (instruction.opname == "BINARY_OP" and instruction.argrepr == "[]")
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,6 +1,7 @@
-"""``.grad`` reads that found None where the script names the tensor (``print(model.head.weight.grad)``): it expected
-that tensor's gradient. A read through a loop variable (``p.grad`` over ``model.parameters()``: a gradient-norm log, a
-``p.grad is not None`` filter) says nothing about any one parameter and is not kept.
+"""``.grad`` reads that found None where the script names the tensor (``print(model.head.weight.grad)``,
+``model[2].weight.grad``): it expected that tensor's gradient. A read through a loop variable (``p.grad`` over
+``model.parameters()``: a gradient-norm log, a ``p.grad is not None`` filter, ``params[i].grad``) says nothing about
+any one parameter and is not kept.
 
 Kept for the tensors that take no gradient because of the script: watched ones it froze (judged with
 ``Watched.frozen_at``), and Parameters it made with ``requires_grad=False``, which are never watched. A tensor frozen
@@ -15,7 +16,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.code_lines import attribute_read
+from gradcheck_l2c.record.code_lines import named_object
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -59,7 +60,7 @@ class EmptyReads:
                     isinstance(tensor, nn.Parameter) and tensor.is_leaf and not tensor.requires_grad):
                 return
             made = created[1]
-        name = attribute_read(frame.f_code, frame.f_lasti)
+        name = named_object(frame.f_code, frame.f_lasti)
         if name is None:
             return  # a loop variable's .grad, or an expression's
         if made is None:

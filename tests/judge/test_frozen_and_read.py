@@ -5,6 +5,8 @@ tensor frozen in its module's constructor, a layer trained before it was frozen,
 loop, which names none of them."""
 from __future__ import annotations
 
+import pytest
+
 CODE = """
 import torch
 from torch import nn
@@ -64,6 +66,24 @@ def test_a_layer_frozen_inside_a_training_block_and_read_by_name_is_named_at_the
 
 def test_a_read_of_every_parameter_in_a_loop_names_none_of_them(snippet):
     _, found = frozen(snippet, '"norm" in name', read=LOOP)
+    assert found == []
+
+
+@pytest.mark.parametrize("read", ["blocks = [model.body]\nprint(blocks[0].norm.weight.grad)",
+                                  "print(model._modules['body'].norm.weight.grad)",
+                                  "layers = {'norm': model.body.norm}\nprint(layers['norm'].weight.grad)"])
+def test_a_read_through_items_by_constants_names_the_parameter(snippet, read):
+    """``model[2].weight.grad``, ``params['w'].grad``: an item taken by a constant names one tensor as an attribute
+    does."""
+    script, found = frozen(snippet, '"norm" in name', read=f"{read}  # <- read")
+    assert [(f.kind, f.line) for f in found] == [("no_update", script.line("freeze"))]
+    assert ("symptom", script.line("read")) in {(p.role, p.line) for p in found[0].related}
+
+
+def test_a_read_through_an_item_by_a_variable_names_none(snippet):
+    """``params[i].grad`` in a loop over indices reads every parameter in turn, as a loop variable does."""
+    _, found = frozen(snippet, '"norm" in name',
+                      read="params = list(model.parameters())\nprint([params[i].grad for i in range(len(params))])")
     assert found == []
 
 

@@ -1,7 +1,7 @@
 """The words for a backward refused because its loss has no graph (``element 0 of tensors does not require grad``), by
-what the run knows of why: inference mode (the script's, or a library object's loop), gradients turned off around the
-call, a custom Function's forward, every parameter frozen, the loss computed on its line from values without gradient,
-or nothing the trace saw."""
+what the run knows of why: inference mode (the script's, or a library object's loop), a hook autograd runs during
+another backward, gradients turned off around the call, a custom Function's forward, every parameter frozen, the loss
+computed on its line from values without gradient, or nothing the trace saw."""
 from __future__ import annotations
 
 from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
@@ -47,6 +47,13 @@ def graphless_words(fact: AutogradError, name: str, call: str, said: str) -> tup
                 "inference_mode=False), which uses torch.no_grad() instead, under which enable_grad() works), or "
                 "compute the gradient outside its loops.")
     what = f"`{name}`" if name != "backward()" else "its loss"
+    hook = fact.detail.get("in_hook")
+    if hook is not None:
+        return (f"this line runs in {hook}(), inside a hook autograd called during the backward at "
+                f"{fact.detail['outer']}, and autograd runs hooks with gradients off: what it computes from values that "
+                f"require grad has no graph, so backward(){call} on {what} was refused{said}.",
+                "compute it under `with torch.enable_grad():` inside the hook (or call the outer backward with "
+                "create_graph=True, which keeps recording on while its hooks run).")
     running = fact.detail.get("grad_off", ())
     if running:
         off = next((found for found in map(grad_disabled_at, running) if found is not None), None)

@@ -25,6 +25,7 @@ from gradcheck_l2c.record.args import op_label, tensors_in
 from gradcheck_l2c.record.code_lines import last_binding, stores_attribute
 from gradcheck_l2c.record.error_categories import IN_FORWARD, classify, multiple_views
 from gradcheck_l2c.record.failures import BackwardFailure
+from gradcheck_l2c.record.hook_refusals import HookRefusal
 from gradcheck_l2c.record.freed_values import taken_in
 from gradcheck_l2c.record.function_sites import function_backward_site, missing_backward_site, view_return_site
 from gradcheck_l2c.record.hook_results import hook_result_site
@@ -82,8 +83,8 @@ class ErrorRecorder:
         self.errors: dict[tuple[Any, ...], AutogradError] = {}
 
     def backward(self, error: RuntimeError, roots: list[Tensor], call: Site | None, failure: BackwardFailure | None,
-                 inputs: Any = None) -> AutogradError | None:
-        """A backward or autograd.grad called at ``call`` raised ``error``."""
+                 inputs: Any = None, in_hook: HookRefusal | None = None) -> AutogradError | None:
+        """A backward or autograd.grad called at ``call`` raised ``error`` (``in_hook``: a backward inside its hook)."""
         if isinstance(error, _OUT_OF_MEMORY):
             return None  # memory, not the graph
         text = str(error)
@@ -114,6 +115,10 @@ class ErrorRecorder:
                 cause = _raised_in(error, call)
             elif category == "inplace_multi_view":  # refused at backward: a saved view whose base was written later
                 cause, detail = multi_view_source(self.origins, roots, text)
+            elif category == "graphless" and in_hook is not None:  # hooks run with gradients off: the refused one
+                cause, subject, detail = in_hook.made, in_hook.subject or "backward()", {"in_hook": in_hook.hook,
+                                                                                       "outer": call}
+                call = in_hook.call
             elif category == "graphless" and torch.is_inference_mode_enabled():
                 # enable_grad() records nothing inside inference_mode: the lines running now, for the judge to
                 # find the one under the inference_mode that turned recording off (or the library object that did)

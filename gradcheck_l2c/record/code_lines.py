@@ -1,6 +1,7 @@
 """What the statements on a line of compiled user code do, read from its code object (never its text): the
 lines of a function's ``return``s, the lines that store a value as an attribute of an object, those that bind
-a name, the attribute or named item an instruction reads a value through, and the lines a function runs itself."""
+a name, the names a line reads, the attribute or named item an instruction reads a value through, and the lines a
+function runs itself."""
 from __future__ import annotations
 
 import dis
@@ -36,6 +37,12 @@ def own_lines(code: CodeType) -> frozenset[int]:
 def last_binding(code: CodeType, name: str, line: int) -> int | None:
     """The last line above ``line`` in ``code`` that binds the name ``name`` (``loss = ...``), or None."""
     return max((ln for ln in _bindings(code).get(name, ()) if ln < line), default=None)
+
+
+def names_read(code: CodeType, line: int) -> list[str]:
+    """The names ``line`` of ``code`` reads (locals, closure cells, globals), in the order it reads them."""
+    return list(dict.fromkeys(instruction.argval for instruction, at in _instructions(code, _NAME_LOADS)
+                              if at == line))
 
 
 def attribute_read(code: CodeType, offset: int) -> str | None:

@@ -2,17 +2,19 @@
 parameter. Under ``no_grad`` into the parameter itself (``load_state_dict``, an averaging step); with gradients on,
 ``copy_`` into another tensor that shares the parameter's memory (one of the detached tensors ``state_dict()``
 returns): the copy records its history on that alias, and the parameter the model computes with stays a leaf without
-it."""
+it. And ``load_state_dict`` given the module's own state (``target.load_state_dict(target.state_dict())``, meant to
+sync a target network from another): every tensor is copied onto itself, and nothing changes."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Callable
 
 import torch
+from torch import nn
 
-from gradcheck_l2c.record.events import INTO_ALIAS
-from gradcheck_l2c.record.locations import library_callers
-from gradcheck_l2c.record.torch_internals import STATE_DICT_LOAD
+from gradcheck_l2c.record.events import INTO_ALIAS, ONTO_ITSELF
+from gradcheck_l2c.record.locations import library_callers, user_site
+from gradcheck_l2c.record.torch_internals import STATE_DICT_LOAD, functions_off
 from gradcheck_l2c.record.watch import WatchRegistry
 
 Tensor = torch.Tensor
@@ -67,3 +69,41 @@ def _sources(args: tuple, kwargs: dict) -> list[Any]:
 def _copy_label(func: Any) -> str:
     """How a ``copy_`` into a parameter under ``no_grad`` is named: ``load_state_dict()`` when it made it."""
     return "load_state_dict()" if STATE_DICT_LOAD in library_callers(1) else f".{func.__name__}()"
+
+
+def state_loading(state: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``Module.load_state_dict`` that notes a load of the module's own state: each of its watched parameters gets a
+    ``no_update`` event at the user's line (nothing it loads is new)."""
+
+    @functools.wraps(original)
+    def load_state_dict(module: nn.Module, state_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.scope.in_trace_thread():
+            try:
+                with functions_off():  # the tool's reads of the tensors, past the interceptor
+                    own = _own_state(module, state_dict)
+            except (RuntimeError, TypeError, NotImplementedError):  # tensors without memory of their own (meta, a
+                own = []  # tensor subclass's): not this
+            if own:
+                site = user_site(1)
+                for parameter in own:
+                    key = state.registry.key_of(parameter)
+                    if key is not None:
+                        state.events.record("no_update", key, site, ONTO_ITSELF)
+        return original(module, state_dict, *args, **kwargs)
+
+    return load_state_dict
+
+
+def _own_state(module: nn.Module, state_dict: Any) -> list[Tensor]:
+    """The module's parameters, when every tensor ``state_dict`` holds is one of the module's own (the memory its
+    parameters and buffers use): loading it changes nothing. Else an empty list. Tensors without memory (empty, on the
+    meta device: address 0) tell nothing."""
+    if not hasattr(state_dict, "values"):
+        return []
+    parameters = list(module.parameters())
+    own = {tensor.data_ptr(): tensor for tensor in (*parameters, *module.buffers()) if tensor.data_ptr()}
+    values = [value for value in state_dict.values() if isinstance(value, Tensor) and value.data_ptr()]
+    loaded = [own.get(value.data_ptr()) for value in values]
+    if not values or any(tensor is None or tensor.shape != value.shape for tensor, value in zip(loaded, values)):
+        return []
+    return parameters

@@ -12,6 +12,8 @@ from gradcheck_l2c.record.locations import Site
 LEAF_BACKWARD = "backward() on a leaf"
 #: The detail of a ``state_dict_reload``: ``copy_`` with gradients on into a tensor that shares a parameter's memory.
 INTO_ALIAS = ".copy_() into an alias"
+#: The detail of a ``no_update`` event: ``load_state_dict`` given the module's own state, copied onto itself.
+ONTO_ITSELF = "load_state_dict() of its own state"
 
 
 class EventExtra(TypedDict, total=False):

@@ -5,7 +5,7 @@ from gradcheck_l2c.record.autograd_errors import AutogradError
 from gradcheck_l2c.record.backwards import NonLeafRead, PendingGraph
 from gradcheck_l2c.record.ddp import DdpError, DdpModule, DdpRecord
 from gradcheck_l2c.record.dropped_terms import DroppedTerm
-from gradcheck_l2c.record.events import INTO_ALIAS, LEAF_BACKWARD, Event, EventExtra
+from gradcheck_l2c.record.events import INTO_ALIAS, LEAF_BACKWARD, ONTO_ITSELF, Event, EventExtra
 from gradcheck_l2c.record.failures import BackwardFailure, Graphless, StaleSaved
 from gradcheck_l2c.record.gradient_use import UnreadBackward
 from gradcheck_l2c.record.gradstats import GradSeries
@@ -21,7 +21,7 @@ from gradcheck_l2c.record.watch import Owner, Watched, WatchSpec
 from gradcheck_l2c.record.writes import InplaceNote
 
 __all__ = [
-    "INTO_ALIAS", "LEAF_BACKWARD", "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "DroppedTerm", "Event", "EventExtra", "GradSeries",
+    "INTO_ALIAS", "LEAF_BACKWARD", "ONTO_ITSELF", "AutogradError", "BackwardFailure", "Chain", "DdpError", "DdpModule", "DdpRecord", "DroppedTerm", "Event", "EventExtra", "GradSeries",
     "Graphless", "InplaceNote", "LibraryCall", "NonFinite", "NonLeafRead", "OptimizerRecord", "Owner", "PendingGraph", "Site",
     "StaleSaved", "StepMiss", "TakenGradient", "Taint", "Unchanged", "Unregistered", "UnreadBackward", "WatchSpec",
     "Watched",

@@ -42,7 +42,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim.lr_scheduler import LRScheduler
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from gradcheck_l2c.record import constructors, grad_switch, reparameterised, wrappers
+from gradcheck_l2c.record import constructors, copies, grad_switch, reparameterised, wrappers
 from gradcheck_l2c.record.bypass import ModuleBypass
 from gradcheck_l2c.record.locations import LIBRARY, built_by, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
@@ -81,12 +81,12 @@ class Patches:
         self._replace(torch.optim.Optimizer, "zero_grad",
                       wrappers.clearing(self.state, self._quietly(torch.optim.Optimizer.zero_grad)))
         self._replace(nn.Module, "zero_grad", wrappers.clearing(self.state, self._quietly(nn.Module.zero_grad)))
+        self._replace(nn.Module, "load_state_dict", copies.state_loading(self.state, nn.Module.load_state_dict))
         for owner, name in GRADIENT_CLIPPING:  # they read and scale .grad only, under no_grad
             self._replace(owner, name, wrappers.clipping(self.state, self._quietly(getattr(owner, name))))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below
         self._replace(engine_owner, ENGINE_ATTRIBUTE,
-                      wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state.scope,
-                                              self.state.origins, self.state.registry, self.state.terms.dropped))
+                      wrappers.CountingEngine(getattr(engine_owner, ENGINE_ATTRIBUTE), self.state))
         self._replace_attribute(torch.Tensor, "backward", wrappers.tensor_backward(self.mode, torch.Tensor.backward))
         self._replace(nn.Parameter, "__new__", staticmethod(wrappers.parameter_new(self.state, nn.Parameter.__new__)))
         self._replace(nn.Module, "__setattr__", wrappers.module_setattr(self.state, nn.Module.__setattr__,

@@ -22,6 +22,7 @@ from gradcheck_l2c.record.discovery import discover
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.failures import FailureRecorder
 from gradcheck_l2c.record.gradstats import GradStats
+from gradcheck_l2c.record.hook_refusals import HookRefusals
 from gradcheck_l2c.record.locations import Site
 from gradcheck_l2c.record.names import name_lines_alike, resolve_names
 from gradcheck_l2c.record.nonfinite import NanWatch
@@ -70,6 +71,7 @@ class TraceState:
                                                        taints=self.taints))
         self.origins = Origins()
         self.errors = ErrorRecorder(self.registry, self.origins, self.scope, self.optimizers.stepped_since, self.writes)
+        self.hook_refusals = HookRefusals()  # backwards refused inside another backward's hook
         self._word_failure = word_failure
         self.health = NanWatch(self.clock, self.registry) if nan else None  # --nan: where NaN/Inf was born
         self.grad_stats = GradStats(self.registry) if grad_stats else None  # --grad-stats: norms per backward
@@ -100,7 +102,8 @@ class TraceState:
         (its type and traceback stay the same). ``inputs``: what an autograd.grad differentiated."""
         self.ddp.error(error, site)
         failure = self.failures.failed(error, roots, inputs)
-        self._note(error, lambda: self.errors.backward(error, roots, site, failure, inputs))
+        in_hook = self.hook_refusals.of(error)  # refused inside a hook of this one: its call is the one refused
+        self._note(error, lambda: self.errors.backward(error, roots, site, failure, inputs, in_hook))
 
     def op_failed(self, error: RuntimeError, func: Any, args: tuple, kwargs: dict) -> None:
         """An op raised: record it if it is one of autograd's errors (an in-place write into a leaf, an

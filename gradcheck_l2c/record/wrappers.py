@@ -15,30 +15,18 @@ from torch import nn
 from torch.overrides import has_torch_function_unary
 
 from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
-from gradcheck_l2c.record.dropped_terms import DroppedTerms
 from gradcheck_l2c.record.gradient_gates import note_tensor_args
 from gradcheck_l2c.record.hidden_inputs import entry_site, hidden_tensors
-from gradcheck_l2c.record.locations import (
-    USER,
-    asked_at,
-    built_at,
-    caller_is_user,
-    frame_kind,
-    inside_forward,
-    library_callers,
-    user_site,
-    user_stack,
-    user_stack_sites,
-)
+from gradcheck_l2c.record.locations import (USER, asked_at, built_at, caller_is_user, frame_kind, inside_forward,
+                                            library_callers, user_frame, user_site, user_stack, user_stack_sites)
 from gradcheck_l2c.record.optimizers import note_sources
-from gradcheck_l2c.record.origins import Origins
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import functions_off, innermost_mode_is, is_compiling, pop_mode, push_mode
 from gradcheck_l2c.record.unregistered import constructing_module
 from gradcheck_l2c.record.warning_sites import untraced_target
-from gradcheck_l2c.record.watch import WatchRegistry, line_in_forward
+from gradcheck_l2c.record.watch import line_in_forward
 
 
 def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -266,13 +254,12 @@ class CountingEngine:
     not cover, tells the trace which graph each of its own passes freed, and otherwise forwards
     everything unchanged."""
 
-    def __init__(self, engine: Any, scope: Scope, origins: Origins, registry: WatchRegistry,
-                 terms: DroppedTerms) -> None:
-        self._engine = engine
-        self._scope = scope
-        self._origins = origins  # told, in the traced thread, of each backward before it runs and once it returned
-        self._registry = registry  # as are the leaves whose gradient is read from .grad (`arrival_hooks`)
-        self._terms = terms  # and the live scalars that may be loss terms, before it runs
+    def __init__(self, engine: Any, state: TraceState) -> None:
+        self._engine, self._scope = engine, state.scope
+        self._origins = state.origins  # told, in the traced thread, of each backward before it runs and once it returned
+        self._registry = state.registry  # as are the leaves whose gradient is read from .grad (`arrival_hooks`)
+        self._terms = state.terms.dropped  # and the live scalars that may be loss terms, before it runs
+        self._refusals = state.hook_refusals  # and of a backward refused inside another's hook
 
     def run_backward(self, *args: Any, **kwargs: Any) -> Any:
         scope = self._scope
@@ -285,11 +272,16 @@ class CountingEngine:
         keep_graph = bool(args[2] if len(args) > 2 else kwargs.get("keep_graph", False))
         returns = not kwargs.get("accumulate_grad", args[6] if len(args) > 6 else True)  # autograd.grad's pass
         freeing = self._origins.backward_starts(roots, keep_graph, returns)
+        nested = self._registry.polling.running  # a backward of this thread runs: this one is inside its hook
         backward_starts(self._registry)
         if self._terms.fresh:
             self._terms.backward_starts(roots)
         try:
             out = self._engine.run_backward(*args, **kwargs)
+        except RuntimeError as error:
+            if nested:
+                self._refusals.refused(error, roots, user_frame(1))
+            raise
         finally:
             backward_ended(self._registry)
         self._origins.backward_ran(freeing)

@@ -33,7 +33,8 @@ def scan(run) -> list[Finding]:
         # gradients were off because a library object's loop turned inference mode on, or a caller turned them off
         # around the backward: a no_grad cut, made there
         kind = "no_grad" if where is not None and (where == fact.detail.get("owner_made") or
-                                                   where == under_grad_off(fact)) else KIND
+                                                   where == under_grad_off(fact) or
+                                                   (fact.detail.get("in_hook") and where == fact.cause)) else KIND
         found.append(run.finding(kind, "error", name, where, message, fix, fact.count,
                                  related={"symptom": fact.call, "defined": fact.detail.get("inner")}))
     return found
@@ -44,7 +45,7 @@ def note(fact: AutogradError) -> str | None:
     if fact.category in ("ddp", "other", "inplace_saved") or (fact.category == "graphless" and under_inference_mode(
             fact) is None and not fact.detail.get("frozen") and not fact.detail.get("forward_of")
             and not fact.detail.get("owner_made") and not fact.detail.get("bound_here")
-            and not fact.detail.get("grad_off")):
+            and not fact.detail.get("grad_off") and not fact.detail.get("in_hook")):
         return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
     message, fix = words(fact, fact.subject)
     where = place(fact)

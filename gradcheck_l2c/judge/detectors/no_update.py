@@ -3,16 +3,18 @@ values it had before its first step. The gradient was there; the update was not 
 every step, a gradient zeroed between backward and each step). Or an optimizer's learning rate fell to 0
 and stayed 0 to the end: its parameters stopped learning there. Steps too small to move a value in
 floating point (vanishing gradients) are not reported here. And a parameter the script froze (or made with
-``requires_grad=False``) and never switched back on, whose ``.grad`` it reads by name: it expected that gradient."""
+``requires_grad=False``) and never switched back on, whose ``.grad`` it reads by name: it expected that gradient. And
+a ``load_state_dict`` given the module's own state (a target network synced from itself): it changes nothing."""
 from __future__ import annotations
 
+from gradcheck_l2c.record.facts import ONTO_ITSELF
 from gradcheck_l2c.records import Finding
 
 KIND = "no_update"
 
 
 def scan(run) -> list[Finding]:
-    found = _frozen_and_read(run)
+    found = _frozen_and_read(run) + _loaded_onto_itself(run)
     for fact in run.record.unchanged:
         if fact.key not in run.keys:
             continue
@@ -54,6 +56,36 @@ def _stalled(run, fact, name: str) -> Finding:
         "as often as its length counts (per epoch or per batch), or keep its factor above 0 (StepLR's gamma).",
         related={"used": fact.step_site} if fact.schedule else None,
     )
+
+
+def _loaded_onto_itself(run) -> list[Finding]:
+    """Each line that loaded a module's own state into it: one finding, on the first parameter it loaded."""
+    loads: dict = {}
+    for event in run.record.events(KIND):
+        if event.detail == ONTO_ITSELF and event.key in run.keys:
+            loads.setdefault(event.site, []).append(event)
+    found = []
+    for site, events in loads.items():
+        module = _common_module([run.name(event.key) for event in events])
+        held = f"its {len(events)} parameters are" if len(events) > 1 else "its parameter is"
+        found.append(run.finding(  # named by the module, not a tensor: its parameters' gradients are not in question
+            KIND, "warning", module, site,
+            f"this load_state_dict() gives {module} its own state: {held} copied onto themselves, so nothing "
+            f"changes (a target network synced so keeps its first values).",
+            "load the state of the network it should copy (target.load_state_dict(source.state_dict())), not the "
+            "module's own state_dict().", events[0].count))
+    return found
+
+
+def _common_module(names: list[str]) -> str:
+    """The module that holds the parameters named so (``target.fc.weight``, ``target.out.bias``: ``target``)."""
+    parts = [name.split(".")[:-1] for name in names]
+    common = []
+    for level in zip(*parts):
+        if len(set(level)) > 1:
+            break
+        common.append(level[0])
+    return ".".join(common) or "the module"
 
 
 def _frozen_and_read(run) -> list[Finding]:

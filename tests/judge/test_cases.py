@@ -638,6 +638,25 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
+    # Batch 44, first pass on db64145 (tests/cases/README.md): what the tool said instead.
+    "b44a_rotated_giou_floattensor_rewrap":
+        "first pass: item e :58, the line, worded as int() of a value computed from the head's weights: the legacy "
+        "constructor torch.FloatTensor(values) reads each 0-dim tensor as a number, which the case labels a rewrap",
+    "b44b_dino_teacher_alias_student":
+        "first pass: silent; the student and the teacher are one module (`= encoder` twice), so freezing the teacher "
+        "froze the student: a whole frozen block reads as fine-tuning",
+    "b44d_stateful_gru_state_assign_inplace":
+        "first pass: autograd_error e :60, the refused backward, worded as a write the trace did not see: the write is "
+        "a copy_ under no_grad into the state tensor (no grad, so not watched), the case names where the state went "
+        "into the GRU uncopied (:34)",
+    "b44e_ode_event_fn_grad_under_no_grad":
+        "first pass: no_grad e :41, the event function's call inside the solver's `with torch.no_grad():` (:40), which "
+        "the script holds as its own code; the case names the energy inside the event function (:31), where the "
+        "thread wraps torch.enable_grad() because the solver is a library's",
+    "b44f_clone_set_params_restores_old_optimizer":
+        "first pass: optimizer w :56 (the original model's optimizer, whose parameters the clone's copies do not "
+        "share), no_update w :35 and unused_parameter w :55; the case names set_params (:43), which put the old "
+        "optimizer back over the clone's new one",
     # Batch 43, first pass on 5e67dcf (tests/cases/README.md): what the tool said instead.
     "b43c_te_amp_cast_wgrad_none":
         "first pass: non_differentiable e :47, the custom Function's return that gives None for the weight; the case "
@@ -648,6 +667,13 @@ KNOWN_MISSES: dict[str, str] = {
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
+    # Batch 44, first pass.
+    "b44f_clone_set_params_restores_old_optimizer":
+        "unused_parameter w :56: the original classifier, whose optimizer holds its network, never trains in the "
+        "script (only its clone does: true of the script)",
+    "b44e_ode_event_fn_grad_under_no_grad":
+        "cut_term w :20: the event function takes the energy's gradient with create_graph=True only to test a norm, "
+        "and no backward ever runs through it (true of the script: create_graph is not needed there)",
     # Batch 43, first pass.
     "b43c_rl_trainer_zero_grad_per_microbatch":
         "optimizer w :55: the reference model whose gradients the script computes to compare gets them and no optimizer "

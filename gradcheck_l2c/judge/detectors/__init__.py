@@ -40,4 +40,4 @@ CUTS = {
 }
 SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
             autograd_error, state_dict_alias, optimizer, untraced_thread, untraced_process, cut_term, no_update,
-            non_finite, vanishing_gradient, exploding_gradient, dead_units)
+            new_parameter, non_finite, vanishing_gradient, exploding_gradient, dead_units)

@@ -59,11 +59,14 @@ def _stalled(run, fact, name: str) -> Finding:
 
 
 def _loaded_onto_itself(run) -> list[Finding]:
-    """Each line that loaded a module's own state into it: one finding, on the first parameter it loaded."""
+    """Each line that loaded a module's own state into it: one finding, naming the module. Not where that state is a
+    snapshot ``state_dict()`` gave earlier, still the live weights: `state_dict_alias` names where it was taken."""
+    aliased = {event.key for event in run.record.events("state_dict_alias")}
     loads: dict = {}
     for event in run.record.events(KIND):
         if event.detail == ONTO_ITSELF and event.key in run.keys:
             loads.setdefault(event.site, []).append(event)
+    loads = {site: events for site, events in loads.items() if not any(e.key in aliased for e in events)}
     found = []
     for site, events in loads.items():
         module = _common_module([run.name(event.key) for event in events])

@@ -25,9 +25,9 @@ from gradcheck_l2c.record.args import op_label, tensors_in
 from gradcheck_l2c.record.code_lines import last_binding, stores_attribute
 from gradcheck_l2c.record.error_categories import IN_FORWARD, classify, multiple_views
 from gradcheck_l2c.record.failures import BackwardFailure
-from gradcheck_l2c.record.hook_refusals import HookRefusal
 from gradcheck_l2c.record.freed_values import taken_in
 from gradcheck_l2c.record.function_sites import function_backward_site, missing_backward_site, view_return_site
+from gradcheck_l2c.record.hook_refusals import HookRefusal
 from gradcheck_l2c.record.hook_results import hook_result_site
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name

@@ -9,7 +9,7 @@ import torch
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.arrivals import Arrivals
-from gradcheck_l2c.record.code_lines import attribute_read
+from gradcheck_l2c.record.code_lines import named_object
 from gradcheck_l2c.record.cuts import CutRecorder
 from gradcheck_l2c.record.empty_reads import EmptyReads
 from gradcheck_l2c.record.events import EventLog
@@ -267,7 +267,7 @@ def _line_in(frame: Any, node: Any) -> Site | None:
 def _nonleaf_read(tensor: Tensor, frame: Any, site: Site | None) -> NonLeafRead:
     """A ``.grad`` read of a non-leaf in ``frame``: named by the frame's variable, or, read as an attribute
     (``model.out.grad``), by it and the line that made it, wherever that ran (not the call that ran the method)."""
-    stored = attribute_read(frame.f_code, frame.f_lasti) if frame is not None else None
+    stored = named_object(frame.f_code, frame.f_lasti, items=False) if frame is not None else None
     if stored is not None:
         return NonLeafRead(site, stored, False, tensor.grad_fn, Origins.site_of(tensor.grad_fn), stored=True)
     name = variable_name(frame, tensor) if frame is not None else None

@@ -45,24 +45,10 @@ def names_read(code: CodeType, line: int) -> list[str]:
                               if at == line))
 
 
-def attribute_read(code: CodeType, offset: int) -> str | None:
-    """The object whose attribute the instruction at ``offset`` reads, when that object was itself read as an attribute
-    of a name (``model.h`` of ``model.h.grad``); None when it is a name, or anything else."""
-    listing = _listing(code)
-    index = _indices(code).get(offset, 0)
-    parts = []
-    while index > 0 and listing[index - 1].opname == "LOAD_ATTR":
-        index -= 1
-        parts.append(listing[index].argval)
-    if not parts or index == 0 or listing[index - 1].opname not in _NAME_LOADS:
-        return None
-    return ".".join([listing[index - 1].argval, *reversed(parts)])
-
-
-def named_object(code: CodeType, offset: int) -> str | None:
+def named_object(code: CodeType, offset: int, items: bool = True) -> str | None:
     """The object whose attribute the instruction at ``offset`` reads, when the script names it: a name's attribute
-    or item by a constant (``model.head``, ``model[2].weight``, ``params['w']`` of ``....grad``); None for a bare
-    name (a loop variable) or anything computed (a call, an item by a variable)."""
+    or (``items``) item by a constant (``model.head``, ``model[2].weight``, ``params['w']`` of ``....grad``); None for
+    a bare name (a loop variable) or anything computed (a call, an item by a variable)."""
     listing = _listing(code)
     index = _indices(code).get(offset, 0) - 1
     parts = []
@@ -71,7 +57,7 @@ def named_object(code: CodeType, offset: int) -> str | None:
         if instruction.opname == "LOAD_ATTR":
             parts.append(f".{instruction.argval}")
             index -= 1
-        elif _is_subscript(instruction) and index > 0 and listing[index - 1].opname in _CONSTANT_LOADS \
+        elif items and _is_subscript(instruction) and index > 0 and listing[index - 1].opname in _CONSTANT_LOADS \
                 and type(listing[index - 1].argval) in (int, str):
             parts.append(f"[{listing[index - 1].argval!r}]")
             index -= 2

@@ -34,10 +34,11 @@ class HookRefusal(NamedTuple):
 
 
 class HookRefusals:
-    """The refusals seen inside hooks, by the error that carries them out through the outer backward."""
+    """The latest refusal seen inside a hook, with the error that carries it out through the outer backward (one: the
+    outer backward's failure takes it at once, and an error a hook caught itself is not kept past the next one)."""
 
     def __init__(self) -> None:
-        self._by_error: dict[int, tuple[BaseException, HookRefusal]] = {}
+        self._latest: tuple[BaseException, HookRefusal] | None = None
 
     def refused(self, error: BaseException, roots: Any, frame: FrameType | None) -> None:
         """The engine refused a backward started inside another one's hook, from user code in ``frame``."""
@@ -48,13 +49,15 @@ class HookRefusals:
         subject = variable_name(frame, root) if isinstance(root, torch.Tensor) else None
         start = last_binding(frame.f_code, subject, call.line) if subject is not None else None
         made = _computed_from_grad(frame, start if start is not None else call.line)
-        self._by_error[id(error)] = (error, HookRefusal(call, made and Site(call.file, made), subject,
-                                                        frame.f_code.co_name))
+        self._latest = (error, HookRefusal(call, made and Site(call.file, made), subject, frame.f_code.co_name))
 
     def of(self, error: BaseException) -> HookRefusal | None:
         """The refusal ``error`` carries, if it came from inside a hook."""
-        entry = self._by_error.get(id(error))
-        return entry[1] if entry is not None and entry[0] is error else None
+        latest = self._latest
+        if latest is None or latest[0] is not error:
+            return None
+        self._latest = None
+        return latest[1]
 
 
 def _computed_from_grad(frame: FrameType, line: int) -> int | None:

@@ -50,8 +50,8 @@ def graphless_words(fact: AutogradError, name: str, call: str, said: str) -> tup
     hook = fact.detail.get("in_hook")
     if hook is not None:
         return (f"this line runs in {hook}(), inside a hook autograd called during the backward at "
-                f"{fact.detail['outer']}, and autograd runs hooks with gradients off: what it computes from values that "
-                f"require grad has no graph, so backward(){call} on {what} was refused{said}.",
+                f"{fact.detail['outer']}, and autograd runs hooks with gradients off: what it computes from values "
+                f"that require grad has no graph, so backward(){call} on {what} was refused{said}.",
                 "compute it under `with torch.enable_grad():` inside the hook (or call the outer backward with "
                 "create_graph=True, which keeps recording on while its hooks run).")
     running = fact.detail.get("grad_off", ())

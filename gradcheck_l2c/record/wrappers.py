@@ -256,7 +256,7 @@ class CountingEngine:
 
     def __init__(self, engine: Any, state: TraceState) -> None:
         self._engine, self._scope = engine, state.scope
-        self._origins = state.origins  # told, in the traced thread, of each backward before it runs and once it returned
+        self._origins = state.origins  # told, in the traced thread, of each backward before it runs and after it
         self._registry = state.registry  # as are the leaves whose gradient is read from .grad (`arrival_hooks`)
         self._terms = state.terms.dropped  # and the live scalars that may be loss terms, before it runs
         self._refusals = state.hook_refusals  # and of a backward refused inside another's hook

@@ -110,6 +110,9 @@ class EventLog:
         go only when the last of them settles."""
         if key in self._sourced:
             self._unreleased.add(key)
+        elif not self._unreleased:  # nothing waits (a fresh leaf per step, its events holding no values)
+            self._swept = taints.swept
+            return
         if taints.swept != self._swept:
             self._swept = taints.swept
             waiting = list(self._unreleased)

@@ -43,15 +43,17 @@ def resolve_names(registry: WatchRegistry) -> None:
     for module, _ in live:
         if id(module) not in inner:
             _note_structure(registry, module)
-    by_line: dict[Any, tuple[str, tuple[str, ...]]] = {}  # the names of a gone leaf known by its line alone
+    # the names of a gone leaf known by its line alone, by id(Site): a loop's leaves share one (`WatchRegistry.add`),
+    # and a Site hashes in Python
+    by_line: dict[int, tuple[str, tuple[str, ...]]] = {}
     for watched in registry.unsettled():
         tensor = watched.ref()
         if tensor is None and not (watched.name or watched.aliases or watched.variable) and watched.owner is None \
                 and watched.site is not None:  # a loop's fresh leaf, gone before a discovery saw it: named by line
-            named = by_line.get(watched.site)
+            named = by_line.get(id(watched.site))
             if named is None:
                 name = registry.shared(_fallback_name(watched))
-                named = by_line[watched.site] = name, registry.shared((name,))
+                named = by_line[id(watched.site)] = name, registry.shared((name,))
             watched.name, watched.aliases = named
             continue
         names = qualified.get(id(tensor), []) if tensor is not None else []

@@ -14,17 +14,16 @@ _DEPTH = 20  # this many tensors with exactly-zero gradients: the depth explains
 
 def zero_gradient_findings(run: Any, zero: list[Watched]) -> list[Finding]:
     """Gradients that arrived but were exactly zero. A zero-derivative op on the way (``round``,
-    ``argmax``) is a cut: an error there. Otherwise it is mathematics (a loss invariant to the
+    ``sign``) is a cut: an error there; an index or a mask made on the way (``argmax``, ``x > 0``) is none. Otherwise it is mathematics (a loss invariant to the
     tensor, a piecewise-linear function's second derivative, dead ReLUs, underflow through depth):
     one note for all of them, with how many tensors it covers."""
     findings: list[Finding] = []
     plain: list[Watched] = []
     for watched in zero:
-        events = [e for e in run.record.events_for(watched.key) if e.kind == "non_differentiable"]
-        if any(e.extra.get("output") not in ("integer", "bool") for e in events):
-            # a path of values was flattened (a softmax over one element, round): that zeroed the gradient; the
-            # indices and masks beside it (a top-k's routing) carry none by design
-            events = [e for e in events if e.extra.get("output") not in ("integer", "bool")]
+        # a path of values flattened (a softmax over one element, round) zeroes a gradient that arrives; indices and
+        # masks (a top-k's routing) carry none by design and zero none: a gradient that arrived came another way
+        events = [e for e in run.record.events_for(watched.key)
+                  if e.kind == "non_differentiable" and e.extra.get("output") not in ("integer", "bool")]
         if events:
             findings.extend(run.cut_finding(e, watched.name) for e in sorted(events, key=lambda e: e.order))
         else:

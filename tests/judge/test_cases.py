@@ -683,11 +683,6 @@ KNOWN_NOISY: dict[str, str] = {
         "optimizer e :45: the twin keeps the report's optimizer.zero_grad() (and model.zero_grad()) at the top of each "
         "micro-batch while it steps every gradient_accumulation_steps=2 batches, so each step sees only the last "
         "micro-batch (true of the report's code: the thread fixed the backward in the else branch only)",
-    # Batch 32, first pass.
-    "b32f_slime_moe_noise_uses_w_gate":
-        "non_differentiable e :40 and optimizer w :69: the report's gate computes its load-balancing `load` with "
-        "`(gates > 0).sum(0)`, which passes no gradient (true of the report's code), and makes its zeros with "
-        "requires_grad=True at every call",
     # Batch 31, first pass.
     "b31a_functorch_regularizer_weights_plain_list":
         "detach e :46: the module's own weights, whose .grad the script prints to show it stays None, are copied "

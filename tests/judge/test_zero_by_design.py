@@ -171,3 +171,32 @@ def test_a_clamp_beyond_every_value_of_a_parameter_is_named_where_its_gradient_s
                                                     "* self.scale.clamp_min(1e-2) + self.scale")
     script, traced = run(snippet, both)
     assert loud(traced) == []
+
+
+TOP_K_OVER_BASELINE = """
+scorer = nn.Linear(3, 1)
+opt = torch.optim.SGD(scorer.parameters(), lr=0.1)
+x = torch.randn(8, 3)
+for step in range(3):
+    opt.zero_grad()
+    scores = scorer(x).squeeze(1)
+    keep = scores.topk(4).indices  # <- topk
+    {flatten}
+    # the kept scores over the mean of all: a shift of every score (the bias) changes nothing
+    (scores[keep].mean() - scores.mean()).backward()
+    opt.step()
+"""
+
+
+def test_a_gradient_zeroed_by_the_mathematics_beside_top_k_indices_is_no_cut(snippet):
+    """PyG's SelectTopK scores nodes with a weight divided by its own norm and keeps the top k (the
+    pyg_sagpooling program): the weight's gradient is zero by scale invariance, exactly zero on some machines. The
+    top-k's indices carry no gradient by design and zero none: a gradient that arrived came through the scores, so
+    it is the mathematics (a note), not a cut at the top-k. A value-flattening op on that path still is one."""
+    script, traced = run(snippet, TOP_K_OVER_BASELINE.format(flatten="pass"))
+    assert loud(traced) == []
+    notes = [f for f in traced.findings if f.kind == "non_differentiable"]
+    assert [(f.severity, f.tensor) for f in notes] == [("info", "Linear.bias")]
+    assert "exactly zero" in notes[0].message
+    script, traced = run(snippet, TOP_K_OVER_BASELINE.format(flatten="scores = scores.round()  # <- round"))
+    assert ("non_differentiable", script.line("round"), "Linear.weight") in loud(traced)

@@ -14,9 +14,10 @@ _DEPTH = 20  # this many tensors with exactly-zero gradients: the depth explains
 
 def zero_gradient_findings(run: Any, zero: list[Watched]) -> list[Finding]:
     """Gradients that arrived but were exactly zero. A zero-derivative op on the way (``round``,
-    ``sign``) is a cut: an error there; an index or a mask made on the way (``argmax``, ``x > 0``) is none. Otherwise it is mathematics (a loss invariant to the
-    tensor, a piecewise-linear function's second derivative, dead ReLUs, underflow through depth):
-    one note for all of them, with how many tensors it covers."""
+    ``sign``) is a cut: an error there; an index or a mask made on the way (``argmax``, ``x > 0``) is
+    none. Otherwise it is mathematics (a loss invariant to the tensor, a piecewise-linear function's
+    second derivative, dead ReLUs, underflow through depth): one note for all of them, with how many
+    tensors it covers."""
     findings: list[Finding] = []
     plain: list[Watched] = []
     for watched in zero:

@@ -50,10 +50,11 @@ def resolve_names(registry: WatchRegistry) -> None:
         tensor = watched.ref()
         if tensor is None and not (watched.name or watched.aliases or watched.variable) and watched.owner is None \
                 and watched.site is not None:  # a loop's fresh leaf, gone before a discovery saw it: named by line
-            named = by_line.get(id(watched.site))
+            line = id(watched.site)
+            named = by_line.get(line)
             if named is None:
                 name = registry.shared(_fallback_name(watched))
-                named = by_line[id(watched.site)] = name, registry.shared((name,))
+                named = by_line[line] = name, registry.shared((name,))
             watched.name, watched.aliases = named
             continue
         names = qualified.get(id(tensor), []) if tensor is not None else []

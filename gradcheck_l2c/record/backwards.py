@@ -134,7 +134,7 @@ class BackwardLog:
                 lone_backward(optimizers.live, frame, reached)
             if backwards in (2, 3):
                 unstepped_names(optimizers.live, frame)
-        self.cut_off = set()
+        self.cut_off = _NONE
         taints = self.taints
         if not taints.by_id:  # no live tensor carries a cut
             return

@@ -41,6 +41,13 @@ class _Freed:
 FREED = weakref.ref(_Freed())
 
 
+class _WatchedRef(weakref.ref):
+    """A watched tensor's weak reference, with the id and key its death callback needs: one bound method serves as
+    every tensor's callback (a closure per tensor would be made at every step of a loop of fresh leaves)."""
+
+    __slots__ = ("ident", "key")
+
+
 @dataclass(eq=False, slots=True)
 class Watched:
     """What the tracer knows about one watched tensor (slots: a run may watch a fresh tensor at every step)."""
@@ -172,6 +179,7 @@ class WatchRegistry:
         self.reached_at: dict[int, int] = {}
         self.together: tuple[set[int], int] = (set(), 0)
         self._shared: dict[Any, Any] = {}  # `shared`
+        self._on_death = self._forget  # every watched tensor's death callback: one bound method, made once
         self.modules: dict[int, tuple[weakref.ref, str | None]] = {}
         # counts what can change names and module attributes (a new watched tensor or module, a name, an attribute
         # set on a module): `discovery` looks at the modules again only when it moved, or a watched tensor died
@@ -228,32 +236,36 @@ class WatchRegistry:
                 self.changes += 1
             return existing
         key = len(self.all)
-        user_leaves, died, everything, clock = self.user_leaves, self.died, self.all, self.clock
-
-        def forget(_: Any, ident: int = ident, key: int = key) -> None:
-            current = by_id.get(ident)
-            if current is not None and current.key == key:
-                del by_id[ident]
-            if user_leaves.get(ident) == key:
-                del user_leaves[ident]
-            watched = everything[key]
-            watched.hook = None  # its hooks died with it: nothing left to remove
-            watched.ref = FREED
-            if watched.born == clock.backwards and clock.backwards:  # no backward ran while it lived
-                watched.gone_unused = True
-            died.append(key)
-
         shared = self._shared.setdefault
         shape = tuple(tensor.shape)
         # by position (key, ref, shape, site, is_parameter, explicit, user_leaf, owner): a loop may watch a fresh leaf
         # at every step
-        watched = Watched(key, weakref.ref(tensor, forget), shared(shape, shape),
+        reference = _WatchedRef(tensor, self._on_death)
+        reference.ident, reference.key = ident, key
+        watched = Watched(key, reference, shared(shape, shape),
                           site if site is None else shared((site.file, site.line, site.column), site),
                           is_parameter(tensor), explicit, False, owner_of(*owner) if owner else None)
-        everything.append(watched)
+        self.all.append(watched)
         by_id[ident] = watched
         self.changes += 1
         return watched
+
+    def _forget(self, reference: _WatchedRef) -> None:
+        """A watched tensor died: it leaves the live lookups, and its record keeps what it was."""
+        ident, key = reference.ident, reference.key
+        by_id = self.by_id
+        current = by_id.get(ident)
+        if current is not None and current.key == key:
+            del by_id[ident]
+        if self.user_leaves.get(ident) == key:
+            del self.user_leaves[ident]
+        watched = self.all[key]
+        watched.hook = None  # its hooks died with it: nothing left to remove
+        watched.ref = FREED
+        backwards = self.clock.backwards
+        if watched.born == backwards and backwards:  # no backward ran while it lived
+            watched.gone_unused = True
+        self.died.append(key)
 
     def shared(self, value: Any, key: Any = None) -> Any:
         """One object for equal values (shapes, lines, names) that many watched tensors record alike."""

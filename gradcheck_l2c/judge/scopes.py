@@ -37,3 +37,20 @@ def follows_in_scope(first: Site, later: Site) -> bool:
         return False
     tree = parse("".join(linecache.getlines(first.file)))
     return tree is not None and innermost_scope(tree, first.line) is innermost_scope(tree, later.line)
+
+
+def next_statement(site: Site) -> Site | None:
+    """The statement right below the one that starts at ``site``, in the same block (a backward's line, and the
+    ``step()`` meant to follow it); None at a block's end or where the source cannot be read."""
+    tree = parse("".join(linecache.getlines(site.file)))
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for statement, after in zip(block, block[1:]):
+                if isinstance(statement, ast.stmt) and statement.lineno == site.line:
+                    return Site(site.file, after.lineno)
+    return None

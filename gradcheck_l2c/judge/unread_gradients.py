@@ -38,8 +38,9 @@ def _accumulation_undone(run, erased: set[str]) -> list[Finding]:
     """Backward lines whose gradients a step read at some runs while a ``zero_grad()`` cleared them unread at as many
     others or more: the gradients were meant to add up over micro-batches, and each step sees only the last one."""
     found = []
+    stepping = {record.name for record in run.record.optimizers if record.step_order >= 0}
     for entry, read in run.record.gradient_use.partly_read():
-        if entry.optimizer in erased:
+        if entry.optimizer in erased or entry.optimizer not in stepping:  # never stepped: that is the finding
             continue
         runs = entry.count + read
         found.append(run.finding(

@@ -34,6 +34,7 @@ _LEAVES = 256  # nodes looked at below a dropped term for the watched tensors it
 _READ = 32  # nodes looked at below a value read (detached, logged) for the live terms it was computed from
 _GRAPH = 100_000  # nodes looked at in a backward's graph for where its forward began
 _STEPS = 4  # backwards remembered for terms dropped after them
+_UNDIFFERENTIATED = 16  # lines remembered that made scalars before any backward ran
 #: Where a frame stands while a function it called returns (its locals go as the callee's frame is cleared).
 _CALLS = frozenset(dis.opmap[name] for name in ("CACHE", "PRECALL", "CALL", "CALL_FUNCTION_EX") if name in dis.opmap)
 
@@ -106,6 +107,8 @@ class DroppedTerms:
         self.inside: set[int] = set()  # the nodes right below this step's dropped terms: no dropped terms of their own
         self._makers: dict[str, bool | None] = {}  # file -> `_passes`
         self.fresh: list[_Term] = []  # made since the last backward started: it hooks those still alive
+        # before any backward ran: the lines that made scalars -> how many, and the watched keys the first came from
+        self.undifferentiated: dict[Site, tuple[int, frozenset[int]]] = {}
 
     def made(self, out: torch.Tensor, whole: bool = False) -> None:
         """``out``, a scalar with history, was just made (the caller's caller called the op; ``whole``: a custom
@@ -137,6 +140,20 @@ class DroppedTerms:
         term = _Term(self, key, node, frame_site(frame), frame.f_code, self.backwards, whole)
         self.live[key] = (weakref.ref(out, term.died), term)
         self.fresh.append(term)
+        if not self.backwards:
+            self._before_backward(term.made, node)
+
+    def _before_backward(self, made: Site, node: Any) -> None:
+        """A scalar made before any backward ran: how often its line made one, and the watched tensors the first
+        was computed from (a loop that makes its loss at every step and never differentiates it)."""
+        seen = self.undifferentiated.get(made)
+        if seen is not None:
+            self.undifferentiated[made] = (seen[0] + 1, seen[1])
+        elif len(self.undifferentiated) < _UNDIFFERENTIATED:
+            key_of = self.registry.key_of
+            keys = frozenset(k for k in (key_of(n.variable) for n in graph.iter_nodes([node], _LEAVES)
+                                         if hasattr(n, "variable")) if k is not None)
+            self.undifferentiated[made] = (1, keys)
 
     def backward_starts(self, roots: Any) -> None:
         """A backward is about to run from ``roots`` (a tuple of tensors): a live term it starts from is

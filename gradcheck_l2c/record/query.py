@@ -98,8 +98,7 @@ class TraceRecord:
 
     def events(self, *kinds: str) -> list[Event]:
         """The events of these kinds (all events without kinds), in the order they first happened."""
-        log = self._events
-        return log.of_kind(*kinds) if kinds else list(log)
+        return self._events.of_kind(*kinds) if kinds else list(self._events)
 
     def events_for(self, key: int) -> list[Event]:
         return self._events.for_key(key)
@@ -155,6 +154,11 @@ class TraceRecord:
     def dropped_terms(self) -> dict[tuple[Site, Site], tuple[DroppedTerm, int]]:
         """(where a loss term was made, where it was dropped) -> the fact and how many backwards found it."""
         return self._terms.dropped.found
+
+    @property
+    def undifferentiated(self) -> dict[Site, tuple[int, frozenset[int]]]:
+        """Before any backward: a line that made scalars with history -> how many, and the first's watched keys."""
+        return self._terms.dropped.undifferentiated
 
     @property
     def dead_terms(self) -> dict[tuple[Site | None, int, Chain], int]:

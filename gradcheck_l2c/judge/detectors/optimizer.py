@@ -1,7 +1,8 @@
 """`optimizer`: a watched parameter sits in two optimizers that both step it after the second was built
 (rebinding ``opt = SGD(...)`` for a new phase is silent, unless the new one leaves out parameters that still get
 gradients), or gets gradients but is in none; or a ``step()`` finds every gradient erased since the last backward,
-or runs in a run without any backward.
+or runs in a run without any backward; or its parameters' loss is made at every step of a run that never differentiates
+it (`undifferentiated`).
 
 Both are noticed while the tensors live: at an optimizer's construction, and at a parameter's first
 gradient.
@@ -11,7 +12,8 @@ from __future__ import annotations
 from gradcheck_l2c.judge.backward_branch import branch_around_backward
 from gradcheck_l2c.judge.listing import listed
 from gradcheck_l2c.judge.remade import drawn_in_forward, made_in_every_forward, remade_key, remade_sites
-from gradcheck_l2c.judge.scopes import follows_in_scope
+from gradcheck_l2c.judge.scopes import follows_in_scope, next_statement
+from gradcheck_l2c.judge.undifferentiated import never_differentiated
 from gradcheck_l2c.judge.unread_gradients import unread_findings
 from gradcheck_l2c.records import Finding
 
@@ -22,6 +24,7 @@ def scan(run) -> list[Finding]:
     record = run.record
     found = []
     remade = remade_sites(run)
+    stepped = False  # a step in a run without any backward was told
     for event in record.events(KIND):
         if event.detail == "erased":
             optimizer = event.extra["optimizer"]
@@ -71,6 +74,7 @@ def scan(run) -> list[Finding]:
             continue
         if event.detail == "no_backward":
             if not (record.backwards or record.autograd_errors or record.untraced):  # none here, nor elsewhere
+                stepped = True
                 found.append(_no_backward(run, event))
             continue
         if event.key not in run.keys:
@@ -135,6 +139,8 @@ def scan(run) -> list[Finding]:
             f"[p for n, p in model.named_parameters() if n != '{attr}'].",
             event.count,
         ))
+    if not stepped and not (record.backwards or record.autograd_errors or record.untraced):
+        found.extend(never_differentiated(run, KIND))
     never = _never_stepped(run)
     # the backwards of an optimizer that never stepped: its missing step is the finding (at the backward, or at the
     # scheduler step that stands in its place, with the backward as symptom)
@@ -171,6 +177,18 @@ def _never_stepped(run) -> list[Finding]:
                 "calls the optimizer's own step(): a schedule changes the learning rate, not the parameters, so they "
                 "never changed.",
                 f"call {call} here, before the scheduler's step().",
+                related={"used": record.site, "symptom": record.lone_backward},
+            ))
+            continue
+        instead = _stepped_instead(run, record) if record.step_call is None else None
+        if instead is not None:
+            found.append(run.finding(
+                KIND, "warning", shown, instead.step_site,
+                f"this step() is the {instead.name}'s (built at {instead.site}), right after a backward (at "
+                f"{record.lone_backward}) that reaches none of its parameters: the gradients of that backward go to "
+                f"the parameters of the {record.name} built at {record.site}, whose step() the script never calls, "
+                "so they never changed.",
+                f"step the optimizer that holds them here: {call}.",
                 related={"used": record.site, "symptom": record.lone_backward},
             ))
             continue
@@ -280,6 +298,18 @@ def _none(run, watched, record, anew: bool = False) -> tuple[str, str]:
             (f"give the {record.name} all parameters (model.parameters())" if record.params_site is None else
              f"add it to the parameter list built here, which the {record.name} takes")
             + ", or add the left-out ones with optimizer.add_param_group({'params': [...]})" + freeze)
+
+
+def _stepped_instead(run, record):
+    """The optimizer whose ``step()`` stands right below the backward that reaches only ``record``'s parameters
+    (``distil_loss.backward()`` then ``optimizer.step()``: the other model's optimizer, a slip of the name), when
+    that step holds none of them; else None."""
+    backward = record.lone_backward
+    after = next_statement(backward) if backward is not None else None
+    if after is None:
+        return None
+    return next((other for other in run.record.optimizers if other is not record and other.step_site == after
+                 and other.keys.isdisjoint(record.keys)), None)
 
 
 def _made_after(run, watched, record) -> bool:

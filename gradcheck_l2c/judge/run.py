@@ -259,8 +259,10 @@ def judge(record: TraceRecord) -> Verdict:
         run.findings.extend(scanner.scan(run))
     graphs = [_captured(run, pending, by_event) for pending in record.graphs]
     named = {finding.tensor for finding in run.findings}
-    watched = [WatchedTensor(w.name, w.shape, False if w.key in unstepped else w.got_grad)
-               for w in run.watched() if w.trainable() and _listed(run, w, named)]
+    reads = record.empty_reads.watched  # a frozen tensor read by name is told by the name it was read as
+    watched = [WatchedTensor(w.name, w.shape, False if w.key in unstepped else w.got_grad) if w.trainable()
+               else WatchedTensor(reads[w.key].name, w.shape, False)
+               for w in run.watched() if (w.trainable() and _listed(run, w, named)) or _frozen_read(run, w)]
     names = sorted({w.name for w in record.watched()})
     findings = with_symptoms(run, _unique(run.findings))
     findings = apply_suppressions(findings, touched_files(record, findings))
@@ -340,6 +342,12 @@ def _listed(run: Run, watched: Watched, named: set[str]) -> bool:
         return False
     return (watched.ever_grad or watched.name in named or not run.record.optimizers
             or run.expected_or_optimized(watched))
+
+
+def _frozen_read(run: Run, watched: Watched) -> bool:
+    """A tensor the script froze and never trained, whose ``.grad`` it read by name and found None: the summary counts
+    it as without gradient, as the script saw it (a frozen backbone nobody reads stays out)."""
+    return watched.key in run.record.empty_reads.watched and not watched.ever_grad
 
 
 def _optimized(record: TraceRecord) -> set[int]:

@@ -64,6 +64,15 @@ def test_a_layer_frozen_inside_a_training_block_and_read_by_name_is_named_at_the
     assert "requires_grad_(True)" in found[0].fix
 
 
+def test_the_summary_counts_a_frozen_parameter_read_by_name_as_without_gradient(snippet):
+    """The script saw None: the summary must not say that every tensor got a gradient beside that finding."""
+    script = snippet(CODE.format(frozen='"norm" in name', read=NAMED, init=""))
+    trace = script.run()
+    missing = [(w.name, w.got_grad) for w in trace.watched if not w.got_grad]
+    assert missing == [("model.body.norm.weight", False)]
+    assert sum(1 for w in trace.watched if w.got_grad) == 6  # the others; the frozen norm bias, never read, stays out
+
+
 def test_a_read_of_every_parameter_in_a_loop_names_none_of_them(snippet):
     _, found = frozen(snippet, '"norm" in name', read=LOOP)
     assert found == []

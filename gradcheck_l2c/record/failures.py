@@ -125,6 +125,11 @@ class FailureRecorder:
         write = write or self._write(shape, first, exact=False) or self._write(shape, stale, exact=False)
         if write is None:
             return StaleSaved(saver_name, saver_site, None, None, None)
+        own = self._own_result_saved(match, shape) if write.shape != shape else None
+        if own is not None:  # `y[:, 2::3].sigmoid_()` saved its result, a view; `y[:, 0::3] = ...` wrote beside it
+            self.events.record(KIND, -1, own.site, own.op, saver=saver_name, saver_site=saver_site, symptom=symptom,
+                               own=True, later=write.site)
+            return StaleSaved(own.op, str(own.site), write.op, write.site, None)
         self.events.record(KIND, -1, write.site, write.op, saver=saver_name, saver_site=saver_site,
                            symptom=symptom)
         return StaleSaved(saver_name, saver_site, write.op, write.site, None)
@@ -140,6 +145,18 @@ class FailureRecorder:
                   if chain[-1].kind in REENTRIES}
         if chains:
             self.backwards.dead_ends.append(Taint(chains))
+
+    def _own_result_saved(self, match: Any, shape: tuple[int, ...]) -> Any:
+        """The in-place op whose own result the failing node saved (the error's producer, ``Sigmoid`` for a
+        ``sigmoid_``), when it left the tensor at the version backward expected; the caller asks only when the later
+        write went into another tensor (the base of that view, or another part of it), which shares its version."""
+        producer = match["producer"]
+        if producer is None or match["expected"] is None:
+            return None
+        made = self._write(shape, int(match["expected"]), exact=True)
+        if made is None or _op_name(made.op) != _op_name(producer.rsplit(":", 1)[-1]):
+            return None
+        return made
 
     def _write(self, shape: tuple[int, ...], stale: int, exact: bool) -> Any:
         """The latest in-place write in grad mode that left a tensor of this shape at this version; or,
@@ -206,6 +223,12 @@ def _write_into(saver: Any, writes: Any, version: int) -> Any:
                                                     _SAVED_INPUT_NODES)}
     inputs.add(id(saver))
     return next((w for w in reversed(writes) if w.version == version and w.before in inputs), None)
+
+
+def _op_name(name: str) -> str:
+    """An op's name as an in-place write and an autograd node both give it: ``sigmoid_``, ``SigmoidBackward0``,
+    ``Sigmoid`` -> ``sigmoid``."""
+    return name.rstrip("0123456789").removesuffix("Backward").strip("_").lower()
 
 
 #: How many nodes below a saving node are looked at for the history of the tensor it saved (views of it).

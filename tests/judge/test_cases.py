@@ -638,6 +638,20 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
+    # Batch 46, first pass on 70a1679 (tests/cases/README.md): what the tool said instead.
+    "b46a_diffusers_autoencoderkl_disc_loss_never_stepped":
+        "first pass and now: no_update w :73, the discriminator's optimizer, whose parameters get gradients from the "
+        "generator's loss and which never steps; the case names the discriminator's loss (:103), logged and never "
+        "differentiated, where the PR adds its backward and step",
+    "b46a_vqdiffusion_empty_text_embed_without_learnable_cf":
+        "first pass and now: unused_parameter e :64, the forward's line that uses the embedding, which never ran "
+        "(learnable_cf is False); the case names where it is made regardless (:48)",
+    "b46b_suave_hivae_prior_mean_layer_bypassed_in_kl":
+        "first pass and now: unused_parameter e :18, the prior-mean layer's linear, never called; the case names the "
+        "helper that returns the old frozen means instead of the layer's (:49)",
+    "b46f_symbolic_simplifier_enforce_encoding_reuses_stale_encoding":
+        "first pass and now: inplace_saved e :54, the encoder optimizer's step that updated the weights the shared "
+        "encoding's graph saved; the case names the call that hands that stale encoding on (:109)",
     # Batch 45, first pass on 48a4740 (tests/cases/README.md): what the tool said instead.
     "b45a_pysyft_federated_client_stale_optimizer":
         "first pass and now: optimizer w :40, the cached optimizer's construction, for each round's new model that "

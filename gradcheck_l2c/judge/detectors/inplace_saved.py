@@ -49,12 +49,20 @@ def scan(run) -> list[Finding]:
                        "backward failed.")
             fix = (f"call {event.detail} after every backward that uses the old weights (all backward() "
                    "calls first, then the steps), or recompute the forward pass after the step.")
+        elif event.extra.get("own"):
+            op, later = event.detail, event.extra["later"]
+            saver = f"{op.strip('_')} (in place)"
+            message = (f"`{op}` computed its result in place, into a view, and saved that result for backward; the "
+                       f"write at {later} into the tensor it is a view of (another part of it) then moved the version "
+                       "they share, so backward failed.")
+            fix = (f"compute it out of place and assign the result (`y[...] = y[...].{op.strip('_')}()`, or "
+                   f"`y = y.{op.strip('_')}()`), so that writes after it leave the saved result alone.")
         else:
             message = (f"`{event.detail}` changed in place a tensor that {saver}{saved_at} had saved for "
                        "backward, so backward failed.")
             fix = _out_of_place(event.detail)
         found.append(run.finding(KIND, "error", saver, event.site, message, fix, event.count,
-                                 related={"symptom": symptom}))
+                                 related={"symptom": symptom, "used": event.extra.get("later")}))
     return found
 
 

@@ -221,13 +221,15 @@ def _never_stepped(run) -> list[Finding]:
             where = f"its step() at {record.step_call} never ran"
         else:
             where = "no step() call ran for it"
+        fix = ("make the step run: check the condition around it (with gradient accumulation, step when "
+               "(i + 1) % accumulation_steps == 0, and after the last batch when an epoch is shorter)."
+               if record.step_call is not None else
+               f"call {call} after the backward() of the loss meant to train these parameters: the script has no "
+               "step() call for this optimizer.")
         found.append(run.finding(
             "no_update", "warning", shown, record.step_guard or record.step_call or record.site,
             f"{run.record.backwards} backward passes gave gradients to the parameters of the {record.name} built at "
-            f"{record.site}, but {where}, so they never changed.",
-            "make the step run: check the condition around it (with gradient accumulation, step when "
-            "(i + 1) % accumulation_steps == 0, and after the last batch when an epoch is shorter).",
-            related={"used": record.site},
+            f"{record.site}, but {where}, so they never changed.", fix, related={"used": record.site},
         ))
     return found
 

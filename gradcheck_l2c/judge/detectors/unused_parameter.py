@@ -1,6 +1,7 @@
 """`unused_parameter`: the watched tensor never took part in computing any loss."""
 from __future__ import annotations
 
+from gradcheck_l2c.record.facts import Site
 from gradcheck_l2c.records import Finding
 
 KIND = "unused_parameter"
@@ -115,6 +116,13 @@ def scan(run) -> list[Finding]:
                          "time here")
                 fix = (f"call `{attribute}` here if this is where it belongs (a copy of the `{sibling}` call written "
                        f"twice), or remove `{attribute}` if it is not meant to be used.")
+            elif (skipped := _skipped_by_its_call(run, watched, families)) is not None:
+                cls, site, used, part = skipped
+                where = (f"; `{part}` learns in the other {cls} modules, but this {cls}, called here, never ran it: "
+                         f"this call does not give it what theirs do (one is at {used})")
+                fix = (f"call this {cls} as the others are called (compare with {used}), so that its "
+                       f"`{part.split('.')[0]}` runs, or leave that part out of this {cls} if it is not meant to be "
+                       "used here.")
             else:
                 where = (f"; no parameter of {module} got a gradient, so its forward was never called "
                          "or its output was not used")
@@ -140,6 +148,23 @@ class _Families:
     def __init__(self, run) -> None:
         self.run = run
         self._learnt: dict[int, bool] | None = None
+        self._modules: dict[int, tuple[str, frozenset[tuple[str, ...]], set[tuple[str, ...]], Site | None]] | None = None
+
+    def modules(self) -> dict[int, tuple[str, frozenset[tuple[str, ...]], set[tuple[str, ...]], Site | None]]:
+        """Each module user code called: its class, the paths of the parameters below it, those that got a gradient,
+        and its first call."""
+        if self._modules is None:
+            found: dict[int, tuple[str, set, set, Site | None]] = {}
+            for w in self.run.record.watched():
+                path = w.name.split(".")
+                for depth, (ident, cls, site, _) in enumerate(w.calls[:len(path) - 1]):
+                    entry = found.setdefault(ident, (cls, set(), set(), site))
+                    entry[1].add(tuple(path[-(depth + 1):]))
+                    if w.ever_grad:
+                        entry[2].add(tuple(path[-(depth + 1):]))
+            self._modules = {ident: (cls, frozenset(params), learnt, site)
+                             for ident, (cls, params, learnt, site) in found.items()}
+        return self._modules
 
     def learnt(self, ident: int) -> bool:
         """Whether a trainable tensor below the module ``ident`` got a gradient."""
@@ -177,3 +202,23 @@ def _unlearnt_call(watched, families: _Families):
 def _siblings_learn(run, watched) -> bool:
     """Whether another parameter of its module (or of a submodule) got a gradient: that forward ran."""
     return any(run.record.watched_at(key).ever_grad for key in watched.siblings if key != watched.key)
+
+
+def _skipped_by_its_call(run, watched, families: _Families):
+    """When the innermost module above the tensor that user code called learnt otherwise, and another module of that
+    class with the same parameters learnt the same tensor (``final_block(x)`` where the other blocks get
+    ``block(x, t)``, whose ``time_mlp`` runs only given ``t``): that class, this module's call, the other's call,
+    and the part of the module the tensor is in; else None. A module built otherwise (other layers) differs by design."""
+    path = watched.name.split(".")  # the model's label, then the attribute path down to the tensor
+    for depth, (ident, cls, site, _) in enumerate(watched.calls):
+        if site is None:
+            continue
+        if not families.learnt(ident) or depth + 1 >= len(path):  # none of it learnt, or the model itself
+            return None
+        part, modules = tuple(path[-(depth + 1):]), families.modules()
+        params = modules[ident][1]
+        for other, (other_cls, other_params, learnt, other_site) in modules.items():
+            if other != ident and other_cls == cls and other_params == params and part in learnt and other_site:
+                return cls, site, other_site, ".".join(part[:-1])
+        return None
+    return None

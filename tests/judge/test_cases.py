@@ -638,6 +638,17 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
+    # Batch 47, first pass on 2b18792 (tests/cases/README.md): what the tool said instead.
+    "b47b_rllib_cql_lagrangian_alpha_prime_detached":
+        "first pass and now: detach e :67, the other detach of alpha' (in the Q network's CQL loss, where it is meant); "
+        "the case names the Lagrangian loss's detach (:69), which keeps alpha' from its own loss",
+    "b47b_sb3_sac_ent_coef_reloaded_tensor_not_in_optimizer":
+        "first pass and now: silent; the entropy coefficient torch.load rebuilds is set over the attribute the "
+        "optimizer's tensor was on, and a tensor made by unpickling is not watched, so nothing says it gets gradients "
+        "in no optimizer",
+    "b47f_snntorch_rleaky_detach_hidden_skips_spk":
+        "first pass and now: autograd_error e :48, where the spike state kept on the module carries the freed graph "
+        "into the next window; the case names detach_hidden (:56), which detaches the membrane state and not the spike",
     # Batch 46, first pass on 70a1679 (tests/cases/README.md): what the tool said instead.
     "b46a_diffusers_autoencoderkl_disc_loss_never_stepped":
         "first pass and now: no_update w :73, the discriminator's optimizer, whose parameters get gradients from the "
@@ -692,6 +703,10 @@ KNOWN_MISSES: dict[str, str] = {
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
+    # Batch 47, first pass.
+    "b47d_facil_lwm_gradcam_attention_map_detached":
+        "optimizer w :99 and w :68: Grad-CAM's backward gives the old model's parameters gradients no optimizer holds "
+        "and the next zero_grad() clears, a backward run for the activations' gradients, not to train",
     # Batch 45, first pass.
     "b45b_higher_fomaml_track_higher_grads_false_detaches":
         "cut_term w :74: the fix is first-order MAML by design (grad_callback detaches the inner gradients), which "

@@ -57,6 +57,15 @@ def freed_graph_words(fact: AutogradError, name: str, call: str, said: str) -> t
                 "if this loss should not train what made the value (a discriminator's loss on the generator's "
                 "output), use .detach() of it on this line; else compute the value anew for this loss, or pass "
                 "retain_graph=True to the earlier backward() if both must backpropagate through it.")
+    if fact.detail.get("beside"):
+        name, other, _ = fact.detail["beside"]
+        return (f"`{name}`, kept on the module (set at {fact.detail['kept_at']}), outlives its iteration: {earlier} "
+                f"backpropagated through it and freed its graph, and backward(){call} reached it a second time "
+                f"({node}); `{other}`, kept beside it, is detached in place here between iterations, but `{name}` is "
+                f"not{said}.",
+                f"detach `{name}` here too, as `{other}` is (its .detach_()), or store .detach() of it where it is "
+                "set; pass retain_graph=True to the earlier backward() only if gradients must flow back through "
+                "earlier iterations.")
     if fact.detail.get("kept"):
         made = "the value this line keeps on the module" + (f" (made at {inner})" if isinstance(inner, Site) else "")
         return (f"{made} outlives its iteration: it is used again after {earlier} backpropagated through it and "

@@ -28,6 +28,7 @@ from gradcheck_l2c.record.failures import BackwardFailure
 from gradcheck_l2c.record.freed_values import taken_in
 from gradcheck_l2c.record.function_sites import function_backward_site, missing_backward_site, view_return_site
 from gradcheck_l2c.record.hook_refusals import HookRefusal
+from gradcheck_l2c.record.kept_states import detached_beside
 from gradcheck_l2c.record.hook_results import hook_result_site
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
@@ -232,6 +233,8 @@ class ErrorRecorder:
                           "taken_in": site is not None and site == taken and made not in (None, site),
                           "taken_earlier": earlier and site is not None and site == taken,
                           "by_grad": site is not None and site == by_grad}
+                if detail["kept"] and (beside := detached_beside(node, origins.detached_states)) is not None:
+                    detail["beside"], detail["kept_at"], site = beside, site, beside[2]  # named where those are
                 return site, detail
             for child, _ in node.next_functions:
                 if child is not None and id(child) not in seen:

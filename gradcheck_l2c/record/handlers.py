@@ -18,6 +18,7 @@ from gradcheck_l2c.record.args import any_requires_grad, op_label, requires_grad
 from gradcheck_l2c.record.backward_calls import on_autograd_grad
 from gradcheck_l2c.record.copies import on_copy
 from gradcheck_l2c.record.cuts import CutRecorder
+from gradcheck_l2c.record.kept_states import detached_in_place
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
     Site,
@@ -120,8 +121,11 @@ def on_rewrap(mode: Mode, func, args, kwargs):
 
 def on_detach(mode: Mode, func, args, kwargs):
     tensor = args[0]
+    node = tensor.grad_fn if func is Tensor.detach_ else None  # `h.detach_()` of a state kept on a module
     out = func(*args, **kwargs)
     state = mode.state
+    if node is not None:
+        detached_in_place(node, user_site(1), state.origins.detached_states)
     if tensor.requires_grad or state.taints:
         if caller_is_user(2) and _cuts_nothing_new(state, tensor):  # `p.detach()` of a trained weight, say
             state.taints.mark(out, state.taints.get(tensor))

@@ -46,6 +46,7 @@ class Origins:
         self.freed_by: Site | None = None  # the user line of that backward
         self.freed_path: tuple[Site, ...] = ()  # the user lines that called it, innermost first
         self.freed_by_grad = False  # that backward was ``autograd.grad`` (forces taken inside a forward)
+        self.detached_states: dict[int, dict[str, Site]] = {}  # module id -> kept attributes detached in place, where
         # (innermost user line, all of them) of the backward() about to run, told by its handler (one walk for both)
         self.called_from: tuple[Site | None, tuple[Site, ...]] | None = None
 

@@ -17,6 +17,7 @@ from torch.overrides import has_torch_function_unary
 from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
 from gradcheck_l2c.record.gradient_gates import note_tensor_args
 from gradcheck_l2c.record.hidden_inputs import entry_site, hidden_tensors
+from gradcheck_l2c.record.kept_states import kept_as
 from gradcheck_l2c.record.locations import (USER, asked_at, built_at, caller_is_user, frame_kind, inside_forward,
                                             library_callers, user_frame, user_site, user_stack, user_stack_sites)
 from gradcheck_l2c.record.optimizers import note_sources
@@ -136,6 +137,7 @@ def module_setattr(state: TraceState, original: Callable[..., Any],
                                 state.origins.stored(value, site)
                             elif value.grad_fn is not None:
                                 state.origins.kept(value, site)
+                                kept_as(value, module, name)
                 else:
                     # after an optimizer was built, with the frames on the way (`WatchRegistry.joined`)
                     placed[id(value)] = (user_site(1), id(module), user_stack(1) if state.clock.optimizers else ())

@@ -646,9 +646,6 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass and now: silent; the entropy coefficient torch.load rebuilds is set over the attribute the "
         "optimizer's tensor was on, and a tensor made by unpickling is not watched, so nothing says it gets gradients "
         "in no optimizer",
-    "b47f_snntorch_rleaky_detach_hidden_skips_spk":
-        "first pass and now: autograd_error e :48, where the spike state kept on the module carries the freed graph "
-        "into the next window; the case names detach_hidden (:56), which detaches the membrane state and not the spike",
     # Batch 46, first pass on 70a1679 (tests/cases/README.md): what the tool said instead.
     "b46a_diffusers_autoencoderkl_disc_loss_never_stepped":
         "first pass and now: no_update w :73, the discriminator's optimizer, whose parameters get gradients from the "

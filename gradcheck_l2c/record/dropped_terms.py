@@ -150,10 +150,13 @@ class DroppedTerms:
         if seen is not None:
             self.undifferentiated[made] = (seen[0] + 1, seen[1])
         elif len(self.undifferentiated) < _UNDIFFERENTIATED:
-            key_of = self.registry.key_of
-            keys = frozenset(k for k in (key_of(n.variable) for n in graph.iter_nodes([node], _LEAVES)
-                                         if hasattr(n, "variable")) if k is not None)
-            self.undifferentiated[made] = (1, keys)
+            self.undifferentiated[made] = (1, self._watched_below([node]))
+
+    def _watched_below(self, roots: list[Any]) -> frozenset[int]:
+        """The watched leaves among the nodes nearest ``roots`` (a term's graph, its first ``_LEAVES`` nodes)."""
+        key_of = self.registry.key_of
+        return frozenset(k for k in (key_of(n.variable) for n in graph.iter_nodes(roots, _LEAVES)
+                                     if hasattr(n, "variable")) if k is not None)
 
     def backward_starts(self, roots: Any) -> None:
         """A backward is about to run from ``roots`` (a tuple of tensors): a live term it starts from is
@@ -219,7 +222,6 @@ class DroppedTerms:
         """The scalars that died since the last look: those whose nodes went with them were used by nothing. One that
         died before its own backward waits for it; one rebound after it is judged by what that backward was."""
         dying, self.dying = self.dying, []
-        key_of = self.registry.key_of
         for term in dying:
             below, term.below = term.below, ()
             if term.marker() is not None:
@@ -229,8 +231,7 @@ class DroppedTerms:
             self.inside.update(order for order in map(sequence_nr, roots) if order is not None)
             if taken or self.told.get(term.made, 0) >= _TOLD:
                 continue
-            term.keys = frozenset(k for k in (key_of(n.variable) for n in graph.iter_nodes(roots, _LEAVES)
-                                              if hasattr(n, "variable")) if k is not None)
+            term.keys = self._watched_below(roots)
             if not term.keys:
                 continue
             if term.window == self.backwards:

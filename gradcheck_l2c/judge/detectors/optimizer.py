@@ -24,6 +24,7 @@ def scan(run) -> list[Finding]:
     record = run.record
     found = []
     remade = remade_sites(run)
+    backwardless = not (record.backwards or record.autograd_errors or record.untraced)  # none here, nor elsewhere
     stepped = False  # a step in a run without any backward was told
     for event in record.events(KIND):
         if event.detail == "erased":
@@ -73,7 +74,7 @@ def scan(run) -> list[Finding]:
                     event.count, related={"used": gone.site}))
             continue
         if event.detail == "no_backward":
-            if not (record.backwards or record.autograd_errors or record.untraced):  # none here, nor elsewhere
+            if backwardless:
                 stepped = True
                 found.append(_no_backward(run, event))
             continue
@@ -139,7 +140,7 @@ def scan(run) -> list[Finding]:
             f"[p for n, p in model.named_parameters() if n != '{attr}'].",
             event.count,
         ))
-    if not stepped and not (record.backwards or record.autograd_errors or record.untraced):
+    if backwardless and not stepped:
         found.extend(never_differentiated(run, KIND))
     never = _never_stepped(run)
     # the backwards of an optimizer that never stepped: its missing step is the finding (at the backward, or at the

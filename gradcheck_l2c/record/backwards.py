@@ -73,8 +73,7 @@ class BackwardLog:
         # watched key -> the op that takes the leaf, and where it is a user's custom Function, its backward's return
         self.consumers: dict[int, tuple[str, Site | None]] = {}
         self.gates: dict[int, Gate] = {}  # watched key -> where a user's backward left its input None (`gradient_gates`)
-        # watched leaves in the graph of an output autograd.grad differentiated to other inputs with
-        # create_graph=True: a loss built from that derivative may rightly not depend on them (a last bias)
+        # leaves in an output's graph autograd.grad(create_graph=True) took to other inputs: a loss may skip them
         self.under_derivative: set[int] = set()
         self.differentiated: set[int] = set()  # watched leaves a backward(inputs=...) or autograd.grad was asked about
         self.graphs: list[PendingGraph] = []
@@ -109,8 +108,10 @@ class BackwardLog:
         if reached and optimizers.live:
             optimizers.reached(reached)
             optimizers.updates.backward(reached)
-        read = reached and optimizers.live and not returned  # autograd.grad fills no .grad for a step to read
+        fed = optimizers.readers.take()  # run for gradients the script reads itself (Grad-CAM): no step need read it
+        read = reached and optimizers.live and not returned and not fed  # autograd.grad fills no .grad to read
         optimizers.use.backward(site if read else None, reached if read else _NONE)
+        optimizers.reading = fed and not any(map(optimizers.holding, reached))  # an old model's Grad-CAM: no optimizer
         backwards = self.clock.backwards
         if backwards == 1:
             registry.note_gone()
@@ -128,7 +129,8 @@ class BackwardLog:
         self.arrivals.reached(reached, backwards)
         if inputs is None and len(roots) == 1 and roots[0].grad_fn is not None:
             Reachability.remember(roots[0], reached)
-        if backwards <= 3 or backwards % 50 == 0:
+        if backwards <= 3 or backwards % 50 == 0 or optimizers.told_anew:  # names, for one told (a late head) too
+            optimizers.told_anew = False
             self._discover(frame)
             if backwards <= 3:
                 lone_backward(optimizers.live, frame, reached)

@@ -11,6 +11,9 @@ from gradcheck_l2c.record.names import name_variables, resolve_names
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry, owner_of
 
+#: The most items of a list, tuple or dict variable of modules looked through (an ensemble's models).
+_ITEMS = 64
+
 
 def discover(registry: WatchRegistry, unregistered: UnregisteredLog, frame: Any) -> None:
     """Learn modules and variable names from the user frames on the stack (cheap, no copies); then, if anything that
@@ -20,10 +23,14 @@ def discover(registry: WatchRegistry, unregistered: UnregisteredLog, frame: Any)
         if frame_kind(frame.f_code.co_filename) == USER:
             for name, value in frame.f_locals.items():
                 if isinstance(value, nn.Module):
-                    if id(value) not in registry.modules:
-                        for pname, param in value.named_parameters():
-                            registry.watch_leaf(param, None, owner=(value, pname))
-                    registry.add_module(value, name if name != "self" else None)
+                    _learn_module(registry, value, name if name != "self" else None)
+                elif type(value) in (list, tuple, dict) and 0 < len(value) <= _ITEMS:
+                    items = list(value.items() if type(value) is dict else enumerate(value))
+                    # a collection of modules only (an ensemble, a dict of networks: ``models[0]``), not a bag of
+                    # results that may hold another thread's model
+                    if all(isinstance(item, nn.Module) for _, item in items):
+                        for index, item in items:
+                            _learn_module(registry, item, f"{name}[{index!r}]")
             name_variables(registry, frame.f_locals)
         frame = frame.f_back
     adopt_attributes(registry)
@@ -33,6 +40,14 @@ def discover(registry: WatchRegistry, unregistered: UnregisteredLog, frame: Any)
     registry.looked_at = registry.changes
     resolve_names(registry)
     unregistered.collect(registry)
+
+
+def _learn_module(registry: WatchRegistry, module: nn.Module, variable: str | None) -> None:
+    """A module a user frame holds, under ``variable``; its parameters watched if they were not yet."""
+    if id(module) not in registry.modules:
+        for pname, param in module.named_parameters():
+            registry.watch_leaf(param, None, owner=(module, pname))
+    registry.add_module(module, variable)
 
 
 def adopt_attributes(registry: WatchRegistry) -> None:

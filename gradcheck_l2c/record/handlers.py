@@ -18,6 +18,8 @@ from gradcheck_l2c.record.args import any_requires_grad, op_label, requires_grad
 from gradcheck_l2c.record.backward_calls import on_autograd_grad
 from gradcheck_l2c.record.copies import on_copy
 from gradcheck_l2c.record.cuts import CutRecorder
+from gradcheck_l2c.record.gradient_readers import on_register_hook, on_retain_grad
+from gradcheck_l2c.record.handed_in import handed_in_site
 from gradcheck_l2c.record.kept_states import detached_in_place
 from gradcheck_l2c.record.locations import (
     DIFFERENTIATORS,
@@ -115,7 +117,8 @@ def on_rewrap(mode: Mode, func, args, kwargs):
     data = args[0] if args else kwargs.get("data")
     if isinstance(data, Tensor) and out is data:
         return out  # as_tensor of a tensor returns it unchanged: nothing is cut
-    mode.cuts.rewrap(f"torch.{func.__name__}()", data, out, user_site(1), kwargs.get("requires_grad") is True)
+    site = handed_in_site(data, 1)  # a helper of the user's that only converts what it got: where it got it
+    mode.cuts.rewrap(f"torch.{func.__name__}()", data, out, site, kwargs.get("requires_grad") is True)
     return out
 
 
@@ -359,6 +362,8 @@ def handler_table() -> dict[Any, Callable[..., Any]]:
         T.requires_grad_: on_requires_grad,
         T.requires_grad.__set__: on_requires_grad,
         torch.autograd.grad: on_autograd_grad,
+        T.register_hook: on_register_hook,
+        T.retain_grad: on_retain_grad,
     }
     for name in dir(T):
         if name.endswith("_") and not name.startswith("_") and name not in ("requires_grad_", "detach_",

@@ -10,6 +10,7 @@ import torch
 
 from gradcheck_l2c.record.code_lines import own_lines
 from gradcheck_l2c.record.events import EventLog
+from gradcheck_l2c.record.gradient_readers import GradientReaders
 from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.held import HeldTensors
 from gradcheck_l2c.record.left_out import LeftOutLeaves
@@ -124,13 +125,15 @@ class OptimizerLog:
                  updates: UpdateLog) -> None:
         self.registry, self.taints, self.events, self.clock, self.updates = registry, taints, events, clock, updates
         self.use = GradientUse()
+        self.readers = GradientReaders()  # whether a backward fed the script's own reading of gradients (Grad-CAM)
+        self.reading = False  # the latest backward fed one and reached no parameter a live optimizer holds
+        self.told_anew = False  # a parameter was told in no optimizer since the user's frames were last looked at
         self.records: list[OptimizerRecord] = []
         self.live: dict[int, OptimizerRecord] = {}  # id(optimizer) -> record, for the optimizers alive
         self.held = HeldTensors(self.live)  # whether any of `records` holds a tensor
         self.plain_leaves = False  # whether any of them holds tensors the script made with requires_grad=True
         self.weights = False  # whether any of them holds a module's parameter
-        # keys missed by a backward since an optimizer holding them last stepped, keys some step found with
-        # their gradient, and keys stepped without it
+        # keys a backward missed since an optimizer holding them stepped, keys a step found with a gradient, without
         self.unstepped: dict[int, set[Chain]] = {}
         self.stepped_keys: set[int] = set()
         self.misses: dict[int, StepMiss] = {}
@@ -209,13 +212,14 @@ class OptimizerLog:
         parameter in none is told at once; a plain leaf the script made to learn, while optimizers hold such leaves
         but not this one, is looked at again when the trace ends (`LeftOutLeaves`)."""
         tensor = watched.tensor
-        if not self.records or tensor is None or self.held(tensor):
+        if not self.records or tensor is None or self.held(tensor) or self.reading:
             return
         if watched.is_parameter:
             if not self.weights:  # every optimizer steps inputs (an image, latents): the model is what they go through
                 return
             self.events.record("optimizer", watched.key, watched.site, "none")
             self.left_out.tell(watched.key, tensor)
+            self.told_anew = True
         elif watched.user_leaf and self.plain_leaves:
             self.left_out.first_gradient(watched.key, tensor)
 
@@ -241,8 +245,7 @@ class OptimizerLog:
         record.step_site, record.step_order, record.steps = site, clock.steps, record.steps + 1
         if record.first_step_backwards < 0:
             record.first_step_backwards = clock.backwards
-        # the frames of the first steps, where a step that runs too early breaks a later backward (a walk of
-        # the stack each: later steps keep none)
+        # the first steps' frames, where a step too early breaks a later backward (a stack walk each; later keep none)
         record.step_stack = user_stack(2) if clock.steps <= _STACKED_STEPS else ()
         self.updates.step(optimizer, record.keys)
         self.updates.rate(record, optimizer, site)
@@ -288,8 +291,7 @@ class OptimizerLog:
         only until one step found its gradient: correct programs pay a few set operations per step."""
         reached, record.reached = record.reached, set()
         pending = self.unstepped
-        # looked up from this optimizer's keys: what backwards missed of tensors no optimizer holds (a target network
-        # copied every few steps) stays in `unstepped`, and a walk of it grew with the run
+        # from this optimizer's keys: misses of tensors no optimizer holds (a copied target network) stay, and grow
         missed = pending.keys() & record.keys if pending else ()
         candidates = ((reached & record.keys) - self.stepped_keys).union(missed)
         found = False
@@ -299,8 +301,7 @@ class OptimizerLog:
                 continue
             tensor = self.registry.all[key].tensor
             grad = tensor.grad if tensor is not None else None
-            # zeros count as a gradient only when backward reached it and no cut missed it since the
-            # last step (zero_grad(set_to_none=False) leaves zeros, which are no gradient)
+            # zeros are a gradient only if backward reached it, uncut since (zero_grad(set_to_none=False) leaves zeros)
             if grad is not None and ((key in reached and not chains) or nonzero(grad)):
                 self.stepped_keys.add(key)
                 self.updates.stepping(key, tensor, record.optimizer(), site)

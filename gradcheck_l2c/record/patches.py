@@ -44,6 +44,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from gradcheck_l2c.record import constructors, copies, grad_switch, reparameterised, wrappers
 from gradcheck_l2c.record.bypass import ModuleBypass
+from gradcheck_l2c.record.gradient_readers import module_hook_registration
 from gradcheck_l2c.record.locations import LIBRARY, built_by, frame_kind, inside_forward, user_frame, user_site
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import (DDP_REDUCER_PARAMS, ENGINE_ATTRIBUTE, functions_off, is_compiling,
@@ -53,6 +54,9 @@ from gradcheck_l2c.record.torch_internals import (DDP_REDUCER_PARAMS, ENGINE_ATT
 GRADIENT_CLIPPING = tuple((owner, name) for owner in (torch.nn.utils, torch.nn.utils.clip_grad)
                           for name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")
                           if hasattr(owner, name))
+#: A module's backward hooks: a hook that returns nothing only looks at the gradient (`GradientReaders`).
+BACKWARD_HOOK_REGISTRATIONS = tuple(name for name in ("register_full_backward_hook", "register_backward_hook",
+                                                      "register_full_backward_pre_hook") if hasattr(nn.Module, name))
 
 
 class Patches:
@@ -82,6 +86,9 @@ class Patches:
                       wrappers.clearing(self.state, self._quietly(torch.optim.Optimizer.zero_grad)))
         self._replace(nn.Module, "zero_grad", wrappers.clearing(self.state, self._quietly(nn.Module.zero_grad)))
         self._replace(nn.Module, "load_state_dict", copies.state_loading(self.state, nn.Module.load_state_dict))
+        for name in BACKWARD_HOOK_REGISTRATIONS:  # hooks that only look at a gradient: Grad-CAM's
+            self._replace(nn.Module, name, module_hook_registration(self.state.optimizers.readers,
+                                                                    getattr(nn.Module, name)))
         for owner, name in GRADIENT_CLIPPING:  # they read and scale .grad only, under no_grad
             self._replace(owner, name, wrappers.clipping(self.state, self._quietly(getattr(owner, name))))
         engine_owner = torch.autograd.variable.Variable  # before it is replaced below

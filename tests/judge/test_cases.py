@@ -638,6 +638,18 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
+    # Batch 48, first pass on 52f3136 (tests/cases/README.md): what the tool said instead.
+    "b48d_scd_lora_checkpoint_grad_frozen_params":
+        "first pass and now: autograd_error e :127, the requires_grad_(False) that froze the U-Net's weights, which "
+        "the checkpoint's autograd.grad then asks about (the line b42 and b45 freeze cases name); the case names that "
+        "autograd.grad inside the script's copy of the checkpoint Function (:49), where the fix filters its inputs",
+    "b48f_so_euler_rotation_matrix_torch_tensor":
+        "first pass and now: tensor_rewrap e :25, the last of three torch.tensor() matrices built from the one angle "
+        "tensor (roll = yaw = pitch): one finding per tensor names its latest cut; the case names the first (:15)",
+    "b48g_pytorch_stack_module_state_nonleaf_params":
+        "first pass and now: non_leaf_watched e :41, the call of stack_module_state, which the script holds as its "
+        "own code and whose torch.stack (:23) makes the non-leaf; the case names the stack inside it, where the PR "
+        "detaches and marks the result requires_grad",
     # Batch 47, first pass on 2b18792 (tests/cases/README.md): what the tool said instead.
     "b47b_rllib_cql_lagrangian_alpha_prime_detached":
         "first pass and now: detach e :67, the other detach of alpha' (in the Q network's CQL loss, where it is meant); "
@@ -700,10 +712,6 @@ KNOWN_MISSES: dict[str, str] = {
 }
 #: Fixed twins that still get a finding, with why (strict as well).
 KNOWN_NOISY: dict[str, str] = {
-    # Batch 47, first pass.
-    "b47d_facil_lwm_gradcam_attention_map_detached":
-        "optimizer w :99 and w :68: Grad-CAM's backward gives the old model's parameters gradients no optimizer holds "
-        "and the next zero_grad() clears, a backward run for the activations' gradients, not to train",
     # Batch 45, first pass.
     "b45b_higher_fomaml_track_higher_grads_false_detaches":
         "cut_term w :74: the fix is first-order MAML by design (grad_callback detaches the inner gradients), which "

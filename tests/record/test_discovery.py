@@ -80,3 +80,31 @@ def test_leaves_one_helper_makes_for_two_variables_keep_their_names() -> None:
             (first * second).sum().backward()
     names = {w.name for w in traced.watched}
     assert {"first", "second"} <= names and len(names) == 3  # and the line's name for the leaves no pass saw alive
+
+
+def train_an_ensemble_of_which_one_model_learns() -> None:
+    torch.manual_seed(0)
+    models = [nn.Linear(3, 1), nn.Linear(3, 1)]
+    optimizer = torch.optim.SGD([p for m in models for p in m.parameters()], lr=0.1)
+    x = torch.randn(4, 3)
+    for _ in range(3):
+        optimizer.zero_grad()
+        models[0](x).sum().backward()
+        optimizer.step()
+
+
+def test_modules_held_in_a_list_are_named_by_their_place_in_it() -> None:
+    with trace() as traced:
+        train_an_ensemble_of_which_one_model_learns()
+    assert [w.name for w in traced.watched] == ["models[0].weight", "models[0].bias", "models[1].weight",
+                                                "models[1].bias"]
+    assert {(f.kind, f.tensor) for f in traced.findings} == {("unused_parameter", "models[1].weight"),
+                                                             ("unused_parameter", "models[1].bias")}
+
+
+def test_a_dict_that_holds_more_than_modules_is_not_looked_through() -> None:
+    results = {"model": nn.Linear(3, 1), "loss": 0.5}  # another run's model, kept beside its numbers
+    with trace() as traced:
+        train_an_ensemble_of_which_one_model_learns()
+    assert not any(w.tensor is results["model"].weight for w in traced._state.registry.all)
+    assert len(traced.watched) == 4

@@ -41,6 +41,7 @@ class GradientUse:
 
     pending: list[_Pending] = field(default_factory=list)
     read: dict[Site | None, int] = field(default_factory=dict)  # backward lines some step read -> how many times
+    explained: set[Site | None] = field(default_factory=set)  # backward lines that missed a held tensor by a cut
     unread: dict[Site | None, UnreadBackward] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)  # optimizers stepped with a closure: zero_grad runs inside
     last: _Pending | None = None  # the latest backward's entry, while it is pending
@@ -54,10 +55,10 @@ class GradientUse:
                 del self.pending[:32]
 
     def cut(self) -> None:
-        """The backward just recorded missed tensors through a cut: that cut explains what its steps missed."""
-        if self.last is not None and self.last in self.pending:
-            self.pending.remove(self.last)
-            self.read[self.last.site] = self.read.get(self.last.site, 0) + 1
+        """The backward just recorded missed tensors through a cut: that cut, not a step's order, explains what its
+        steps missed. What it gave stays pending: cleared unread, it still counts against accumulation."""
+        if self.last is not None:
+            self.explained.add(self.last.site)
 
     def stepped(self, ident: int, keys: set[int], closure: bool) -> None:
         """An optimizer (``id`` ``ident``) holding ``keys`` steps: the pending backwards it reads are read."""
@@ -111,7 +112,8 @@ class GradientUse:
 
     def never_read(self) -> list[UnreadBackward]:
         """Backward lines cleared unread more than once and never read by a step."""
-        return [entry for site, entry in self.unread.items() if site not in self.read and entry.count > 1]
+        return [entry for site, entry in self.unread.items()
+                if site not in self.read and site not in self.explained and entry.count > 1]
 
     def partly_read(self) -> list[tuple[UnreadBackward, int]]:
         """Backward lines a step read at some runs and that were cleared unread at as many others or more (two at

@@ -49,3 +49,37 @@ def test_a_step_skipped_now_and_then_is_silent(snippet):
     """A step skipped for one micro-batch (a non-finite loss, GradScaler's skipped step) loses that batch on purpose."""
     _, found = findings(snippet, before="optimizer.zero_grad()", step_when="index != 3")
     assert found == []
+
+
+SHARED_BACKWARD = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+
+model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+critic = nn.Linear(1, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+critic_optimizer = torch.optim.Adam(critic.parameters(), lr=0.01)
+batches = [(torch.randn(4, 8), torch.randn(4, 1)) for _ in range(8)]
+
+def manual_backward(loss):
+    loss.backward()
+
+for index, (x, y) in enumerate(batches, 1):
+    out = model(x)
+    optimizer.zero_grad()  # <- clear
+    manual_backward(nn.functional.mse_loss(out, y) / 4 - critic(out).mean())
+    critic_optimizer.zero_grad()
+    manual_backward(critic(out.detach()).mean())
+    if index % 2 == 0:
+        optimizer.step()
+        critic_optimizer.step()
+"""
+
+
+def test_a_backward_helper_shared_with_a_loss_on_a_detached_output_is_named(snippet):
+    """Lightning's ``manual_backward`` runs the generator's loss and the critic's loss on its detached output: the
+    critic's backward misses the generator through that detach, which explains nothing about the clearing."""
+    script = snippet(SHARED_BACKWARD)
+    found = [f for f in script.run().findings if f.severity in ("error", "warning")]
+    assert [(f.kind, f.severity, f.line) for f in found] == [("optimizer", "error", script.line("clear"))]

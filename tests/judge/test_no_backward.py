@@ -26,6 +26,19 @@ for _ in range(3):
 """)
     assert [(f.severity, f.line) for f in found] == [("error", script.line("step"))]
     assert "backward" in found[0].fix
+    assert found[0].related == ()
+
+
+def test_a_gradient_read_before_the_step_is_where_the_script_saw_it(snippet):
+    script, found = _optimizer(snippet, """
+for _ in range(3):
+    err = ((net(a) - b) ** 2).mean()
+    opt.zero_grad()
+    print("gradient norm", net.weight.grad)  # <- read
+    opt.step()  # <- step
+""")
+    assert [(f.severity, f.line) for f in found] == [("error", script.line("step"))]
+    assert [(place.role, place.line) for place in found[0].related] == [("symptom", script.line("read"))]
 
 
 def test_a_step_before_the_first_backward_of_a_training_run_is_silent(snippet):

@@ -331,6 +331,7 @@ def _no_backward(run, event) -> Finding:
     """A step in a run that called no backward at all: its parameters never get a gradient, every step is void; named
     at the branch that kept the step's function from its one ``backward()`` call, when it has one."""
     optimizer = event.extra["optimizer"]
+    seen = _read_empty(run, event.site)
     branch = branch_around_backward(event.site)
     if branch is not None:
         guard, call = branch
@@ -340,12 +341,20 @@ def _no_backward(run, event) -> Finding:
             f"took, so {optimizer}.step() found no gradient and never changed its parameters.",
             "call backward() on every path that reaches optimizer.step(): take it out of the branch (scale the loss "
             "in the branch, then backpropagate after it).", event.count,
-            related={"symptom": event.site, "used": call})
+            related={"symptom": seen or event.site, "used": call})
     return run.finding(
         KIND, "error", f"{optimizer} ({event.extra['size']} parameters)", event.site,
         f"{optimizer}.step() ran, but no backward ran in the whole run: its parameters never "
         "got a gradient, so no step changed them.",
-        "call loss.backward() after optimizer.zero_grad() and before optimizer.step().", event.count)
+        "call loss.backward() after optimizer.zero_grad() and before optimizer.step().", event.count,
+        related={"symptom": seen} if seen is not None else None)
+
+
+def _read_empty(run, step_site):
+    """A line where the script read the ``.grad`` of a parameter the optimizer stepping at ``step_site`` holds (in a
+    run without backward, it found None): where the script saw the missing backward."""
+    held = sorted(set().union(*(record.keys for record in run.record.optimizers if record.step_site == step_site)))
+    return next((read for read in (run.record.watched_at(key).grad_read for key in held) if read is not None), None)
 
 
 def _after_refusal(record, refused: set) -> bool:

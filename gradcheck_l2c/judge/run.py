@@ -19,8 +19,7 @@ from gradcheck_l2c.records import CapturedGraph, Cut, Finding, LayerGradients, R
 from gradcheck_l2c.rules import KINDS as _ALL_KINDS
 from gradcheck_l2c.rules import rule_for
 
-#: Zero-derivative events that explain a gradient of exactly zero, never a missing one: a clamp beyond every value, the
-#: location under ``log_prob(rsample())``.
+#: Zero-derivative events that explain a zero gradient, never a missing one (a clamp beyond every value, rsample's loc).
 _ZEROS_ONLY = frozenset(("saturated", "cancelled"))
 
 
@@ -183,8 +182,7 @@ class Run:
         if self.record.graphless and not any(watched.key in taint.chains for taint in self.record.dead_ends) and not any(
                 fact.detail.get("bound_here") for fact in self.record.autograd_errors):  # a loss made from no-grad values
             return events
-        # every backward had a graph, or the one without names its own cuts of the tensor, or its loss was computed on
-        # its line from values without gradient: a copy of the leaf itself (`before = w.detach().clone()`) is a snapshot
+        # else a copy of the leaf itself (`before = w.detach().clone()`) is a snapshot, not a cut of what was trained
         return [e for e in events if not (e.kind in ("detach", "data_attr") and e.source is None)]
 
 
@@ -208,6 +206,7 @@ def judge(record: TraceRecord) -> Verdict:
     zero: list[Watched] = []
     unstepped: set[int] = set()  # got gradients, but never when an optimizer stepped it
     leaves = leaf_backwards(record)  # backwards started from a watched leaf (`leaf_backward`)
+    refused = frozenset().union(*(error.reaches for error in record.autograd_errors))
     for watched in run.watched():
         if watched.ever_grad:
             miss = record.step_miss(watched.key)
@@ -234,6 +233,8 @@ def judge(record: TraceRecord) -> Verdict:
         leaf = leaf_backward_finding(run, watched, leaves) if leaves else None
         if leaf is not None:  # its optimizer's gradients came from a backward of a leaf: no loss used it
             run.findings.append(leaf)
+            continue
+        if watched.key in refused:  # that refused backward was to give it its gradient: the refusal is the finding
             continue
         symptom = run.symptom(watched)
         chains = record.missed(watched.key)

@@ -20,6 +20,7 @@ _SGR = {"error": "1;31", "warning": "1;33", "info": "36", "bold": "1", "fix": "3
 _NAMES_IN_SUMMARY = 3
 _TENSORS_PER_ENTRY = 4
 _TENSORS_UNEXPLAINED = 10
+_REFUSALS = ("autograd_error", "inplace_saved")  # findings about a backward PyTorch refused: its gradients never came
 _NAMES_IN_WATCH_WARNING = 12
 _IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
 
@@ -128,7 +129,10 @@ def _missing_sections(missing: Sequence[WatchedTensor], findings: Sequence[Findi
         names = ", ".join(f"{paint(tensor.name, 'bold')} {_shape(tensor.shape)}" for tensor in listed)
         if len(unexplained) > len(listed):
             names += f" and {len(unexplained) - len(listed)} more"
-        lines += ["", "Got no gradient, and no finding explains why (does the loss use them?):", f"  {names}"]
+        refused = any(f.kind in _REFUSALS and f.severity == "error" for f in findings)
+        heading = ("Got no gradient: a backward PyTorch refused (below) did not give it, or the loss does not use them:"
+                   if refused else "Got no gradient, and no finding explains why (does the loss use them?):")
+        lines += ["", heading, f"  {names}"]
     return lines
 
 

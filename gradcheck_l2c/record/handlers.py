@@ -124,19 +124,20 @@ def on_rewrap(mode: Mode, func, args, kwargs):
 
 def on_detach(mode: Mode, func, args, kwargs):
     tensor = args[0]
-    node = tensor.grad_fn if func is Tensor.detach_ else None  # `h.detach_()` of a state kept on a module
-    out = func(*args, **kwargs)
+    in_place = func is Tensor.detach_  # its graph goes with it: what it cuts is told first, then it runs
+    node = tensor.grad_fn if in_place else None  # `h.detach_()` of a state kept on a module
+    out = tensor if in_place else func(*args, **kwargs)
     state = mode.state
     if node is not None:
         detached_in_place(node, user_site(1), state.origins.detached_states)
     if tensor.requires_grad or state.taints:
         if caller_is_user(2) and _cuts_nothing_new(state, tensor):  # `p.detach()` of a trained weight, say
             state.taints.mark(out, state.taints.get(tensor))
-            return out
+            return func(*args, **kwargs) if in_place else out
         callers = library_callers(1)
         if _library_copy(state, tensor, callers):
             state.taints.mark(out, state.taints.get(tensor))
-            return out
+            return func(*args, **kwargs) if in_place else out
         in_state_dict = STATE_DICT_SAVE in callers
         label = "state_dict()" if in_state_dict else f".{func.__name__}()"
         taint = mode.cuts.cut("detach", label, [tensor])
@@ -145,7 +146,7 @@ def on_detach(mode: Mode, func, args, kwargs):
         state.taints.mark(out, taint)
         if in_state_dict and tensor.is_leaf and tensor.requires_grad and called_by_user_past_torch(1):
             mode.writes.snapshot(tensor, out)  # an installed library's own state_dict() views are its business
-    return out
+    return func(*args, **kwargs) if in_place else out
 
 
 def on_data_get(mode: Mode, func, args, kwargs):

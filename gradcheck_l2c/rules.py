@@ -123,6 +123,10 @@ RULES: tuple[Rule, ...] = (
          "the trace ended) ran untraced: a gradient cut inside them is not in the report.",
          "Give the Process a target instead of overriding run(), join the children before the script ends, or "
          "trace the training code in the worker with gradcheck_l2c.trace(); use --nproc-per-node for torchrun ranks."),
+    Rule("GC024", "module_requires_grad", ("error", "warning"), True, "module.requires_grad",
+         "`module.requires_grad = True` (or False) set an attribute of the Module object, which no parameter reads: "
+         "its parameters kept their own flags (still frozen, so no gradient; or still learning after a freeze).",
+         "Call module.requires_grad_(True) (or False), which sets the flag of every parameter it holds."),
     Rule("GC030", "non_finite", ("error", "warning"), False, "NaN/Inf",
          "With --nan: the first NaN, forward or backward, at the line of the op that made it from finite values "
          "(log of 0, 0/0, sqrt at 0 in backward, the masked branch of torch.where, float16 overflow in exp), or "

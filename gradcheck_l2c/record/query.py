@@ -41,6 +41,7 @@ from gradcheck_l2c.record.taint import TaintStore
 from gradcheck_l2c.record.terms import TakenGradient, TermLog
 from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.updates import Unchanged
+from gradcheck_l2c.record.module_flags import MisleadingFlag
 from gradcheck_l2c.record.unregistered import UnregisteredLog
 from gradcheck_l2c.record.watch import WatchRegistry
 from gradcheck_l2c.record.writes import WriteLog
@@ -207,6 +208,10 @@ class TraceRecord:
         return self._unregistered.found
 
     @property
+    def misleading_flags(self) -> list[MisleadingFlag]:  # ``module.requires_grad = ...`` (`module_flags`)
+        return self._unregistered.flags.misleading
+
+    @property
     def non_finite(self) -> list[NonFinite]:
         """Where NaN/Inf values were born (``--nan``), in the order they were; the first NaN ends the list."""
         return list(self._health.births) if self._health is not None else []
@@ -227,13 +232,11 @@ class TraceRecord:
         return self._scope.untraced
 
     @property
-    def children(self) -> dict[tuple[Site | None, str], int]:
-        """Child processes multiprocessing started that ran untraced: (site of the start, why) -> count."""
+    def children(self) -> dict[tuple[Site | None, str], int]:  # untraced child processes: (start, why) -> count
         return self._scope.children
 
     @property
-    def ddp(self) -> list[DdpRecord]:
-        """The DistributedDataParallel wrappers of the run."""
+    def ddp(self) -> list[DdpRecord]:  # the DistributedDataParallel wrappers of the run
         return self._ddp.records
 
     def ddp_window(self, record: DdpRecord, iteration: int | None) -> tuple[int, int]:
@@ -241,11 +244,9 @@ class TraceRecord:
         return self._ddp.window(record, iteration, self._backwards.events_at_backward)
 
     def ddp_called(self, record: DdpRecord, path: str, iteration: int | None) -> Site | None | bool:
-        """Where a module of a DDP model was called in an iteration; False if it was not."""
-        return self._ddp.called(record, path, iteration)
+        return self._ddp.called(record, path, iteration)  # where a module was called in an iteration; False: never
 
-    def taint_of(self, value: Any) -> Taint | None:
-        """The cuts a live value (a tensor without history, a number) went through, if it still matters."""
+    def taint_of(self, value: Any) -> Taint | None:  # the cuts a live value (a tensor, a number) went through
         return self._taints.get(value)
 
 

@@ -148,6 +148,7 @@ class TraceState:
                     watched.site = attribute_site(module, watched.owner.attribute)
         self.unregistered.collect(self.registry)
         self.unregistered.collect_initialised(self.registry)
+        self.unregistered.flags.collect(self.registry)
         self.terms.resolve(self.optimizers.stepped_since)
         self.updates.compare()
         self.optimizers.left_out.end(self.optimizers.held)

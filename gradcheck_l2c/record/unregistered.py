@@ -15,6 +15,7 @@ from torch import nn
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.module_flags import ModuleFlags
 from gradcheck_l2c.record.source_sites import module_site
 from gradcheck_l2c.record.torch_internals import version
 from gradcheck_l2c.record.watch import WatchRegistry
@@ -53,6 +54,7 @@ class UnregisteredLog:
         self.buffers_registered = 0  # ``register_buffer`` calls: one may hold a tensor looked for as an attribute
         #: id of a tensor `plain_attribute` found no module holding -> (the tensor, what could change that then)
         self._not_held: dict[int, tuple[weakref.ref, tuple[int, int]]] = {}
+        self.flags = ModuleFlags()  # ``module.requires_grad = True``: an attribute no parameter reads
 
     def made_by(self, key: int | None, module: nn.Module | None) -> None:
         """User code made the Parameter ``key`` while ``module``'s ``__init__`` ran: it should register it."""

@@ -122,6 +122,8 @@ def module_setattr(state: TraceState, original: Callable[..., Any],
             state.writes.layer_made_inplace(module, user_site(1))  # torch's layers' own switch
         elif name == "dim" and type(value) is int and state.scope.in_trace_thread() and not caller_is_user(1):
             state.writes.layer_given_dim(module, user_site(1))  # nn.Softmax(dim=1): its constructor sets it
+        elif name == "requires_grad" and type(value) is bool and caller_is_user(1) and state.scope.in_trace_thread():
+            state.unregistered.flags.set(module, value, user_site(1))  # not requires_grad_(): no parameter reads it
         kind = type(value)
         if kind is torch.Tensor or kind in (list, tuple, dict) or isinstance(value, nn.Module):
             if state.scope.in_trace_thread() and caller_is_user(1):

@@ -15,6 +15,7 @@ from gradcheck_l2c.judge.detectors import (
     inplace_saved,
     item,
     module_in_forward,
+    module_requires_grad,
     new_parameter,
     no_grad,
     no_update,
@@ -38,6 +39,7 @@ CUTS = {
     for module in (item, numpy_, tensor_rewrap, detach, data_attr, no_grad, state_dict_reload, new_parameter,
                    non_differentiable, grad_no_graph)
 }
-SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward, inplace_saved,
-            autograd_error, state_dict_alias, optimizer, untraced_thread, untraced_process, cut_term, no_update,
-            new_parameter, non_finite, vanishing_gradient, exploding_gradient, dead_units)
+SCANNERS = (ddp_unused, unused_parameter, non_leaf_watched, non_parameter_tensor, module_in_forward,
+            module_requires_grad, inplace_saved, autograd_error, state_dict_alias, optimizer, untraced_thread,
+            untraced_process, cut_term, no_update, new_parameter, non_finite, vanishing_gradient, exploding_gradient,
+            dead_units)

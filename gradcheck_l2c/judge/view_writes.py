@@ -33,6 +33,13 @@ def multi_view_words(fact: AutogradError, name: str, call: str, said: str) -> tu
                 f"of such views, so PyTorch refused the backward{said}.",
                 "take the views of a copy: .clone() the tensor before taking it apart here (a, b = t.clone()); or "
                 "build the tensor they come from out of place (collect the rows in a list, then torch.stack them).")
+    if fact.detail.get("base_changed") and not op.endswith("_"):
+        return (f"`{op}` used {name}, one of several views a single op returned{made}: unbind, chunk, split, or "
+                f"iterating over a tensor (`list(weight)`); the tensor they were taken from was changed in place since "
+                f"(an optimizer's step updates parameters so), and autograd cannot follow such views past an in-place "
+                f"change, so PyTorch refused the op{said}.",
+                "keep the tensor itself where it is stored for later ([weight], not list(weight), which iterates over "
+                "its rows), or take the views anew after each change.")
     return (f"`{op}` wrote in place into {name}, one of several views a single op returned{made}: unbind, chunk, "
             f"split, or iterating over a tensor; autograd cannot rewrite the backward of such views, so PyTorch "
             f"refused the write{said}.",

@@ -88,3 +88,12 @@ def op_label(func: Any) -> str:
     if name in ("__get__", "__set__"):
         name = getattr(getattr(func, "__self__", None), "__name__", name)
     return name
+
+
+def leaf_with_grad(tensor: Any) -> bool:
+    """Whether ``tensor`` is a leaf that holds a gradient; False for one autograd refuses to look at (a view of several
+    an op returned, whose base was changed in place since: even ``.is_leaf`` raises)."""
+    try:
+        return isinstance(tensor, Tensor) and tensor.is_leaf and tensor.grad is not None
+    except RuntimeError:
+        return False

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record import graph
-from gradcheck_l2c.record.args import op_label, tensors_in
+from gradcheck_l2c.record.args import leaf_with_grad, op_label, tensors_in
 from gradcheck_l2c.record.code_lines import last_binding, stores_attribute
 from gradcheck_l2c.record.error_categories import IN_FORWARD, classify, multiple_views
 from gradcheck_l2c.record.failures import BackwardFailure
@@ -174,8 +174,7 @@ class ErrorRecorder:
                 if isinstance(kwargs.get("out"), Tensor):  # out=: the tensor written into
                     target = kwargs["out"]
                 cause, subject = call, None
-                detail = {"op": label, "view": "view of a leaf" in text,
-                          "has_grad": target is not None and target.is_leaf and target.grad is not None,
+                detail = {"op": label, "view": "view of a leaf" in text, "has_grad": leaf_with_grad(target),
                           **multiple_views(text)}
         key = self.registry.key_of(target)
         if key is not None:

@@ -60,4 +60,7 @@ def multiple_views(text: str) -> dict[str, object]:
     """For a write into one of several views an op returned: which output, and the node autograd names for the op
     that made it (``Unbind``, ``Split``, or a view taken of one of them)."""
     match = _VIEW_OF.search(text)
-    return {"output": int(match[1]), "made_by": match[2]} if match else {}
+    if not match:
+        return {}
+    # used after the tensor they were taken from changed in place (an optimizer's step), not written into itself
+    return {"output": int(match[1]), "made_by": match[2], "base_changed": "its base or another view" in text}

@@ -5,15 +5,10 @@ gradients it leaves on parameters are a by-product, which no step has to read.""
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from typing import Any, Callable
 
-import torch
-
-from gradcheck_l2c.record.locations import LIBRARY, USER, frame_kind
-
-_TORCH_DIR = os.path.normcase(os.path.realpath(os.path.dirname(torch.__file__)))
+from gradcheck_l2c.record.locations import first_past_torch
 
 
 class GradientReaders:
@@ -52,7 +47,7 @@ def module_hook_registration(readers: GradientReaders, original: Callable[..., A
 
     @functools.wraps(original)
     def register(module: Any, hook: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if _registered_outside_torch(1):
+        if _registered_outside_torch():
             hook = readers.looking(hook)
         return original(module, hook, *args, **kwargs)
 
@@ -60,28 +55,21 @@ def module_hook_registration(readers: GradientReaders, original: Callable[..., A
 
 
 def on_register_hook(mode: Any, func, args, kwargs):
-    """``t.register_hook(hook)`` on a non-leaf, by user code or a library (Grad-CAM's): the hook tells when it looked."""
+    """``t.register_hook(hook)`` on a non-leaf by user code or a library (Grad-CAM's): the hook tells when it looked."""
     tensor, hook = args[0], args[1] if len(args) > 1 else kwargs["hook"]
-    if tensor.grad_fn is not None and _registered_outside_torch(1):
+    if tensor.grad_fn is not None and _registered_outside_torch():
         return func(tensor, mode.state.optimizers.readers.looking(hook))
     return func(*args, **kwargs)
 
 
 def on_retain_grad(mode: Any, func, args, kwargs):
     """``t.retain_grad()`` on a non-leaf outside torch: the next backward fills a gradient the script reads."""
-    if args[0].grad_fn is not None and _registered_outside_torch(1):
+    if args[0].grad_fn is not None and _registered_outside_torch():
         mode.state.optimizers.readers.retained()
     return func(*args, **kwargs)
 
 
-def _registered_outside_torch(depth: int) -> bool:
-    """Whether the first code above the caller that is neither this tool nor torch is a script's or a library's: the
-    hooks torch sets for itself (``register_multi_grad_hook``'s) read nothing for the script."""
-    frame = sys._getframe(depth + 1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        kind = frame_kind(filename)
-        if kind == USER or (kind == LIBRARY and not os.path.normcase(os.path.realpath(filename)).startswith(_TORCH_DIR)):
-            return True
-        frame = frame.f_back
-    return False
+def _registered_outside_torch() -> bool:
+    """Whether code other than this tool and torch (the user's, a library's: Grad-CAM's) registers it: the hooks torch
+    sets for itself (``register_multi_grad_hook``'s) read nothing for the script."""
+    return first_past_torch(sys._getframe(2)) is not None

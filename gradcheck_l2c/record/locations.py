@@ -303,22 +303,24 @@ def caller_is_user(depth: int = 1) -> bool:
 
 
 def called_by_user_past_torch(depth: int = 1) -> bool:
-    """Whether the first code above the caller that is neither this tool nor torch is the user's (not an
-    installed library's): who called the torch API that is running now."""
-    frame: FrameType | None = sys._getframe(depth + 1)
-    torch_dir = _LIBRARY_DIRS[0]
-    kinds = _kinds
+    """Whether who called the torch API running now, past this tool and torch, is the user (not a library)."""
+    return first_past_torch(sys._getframe(depth + 1)) == USER
+
+
+def first_past_torch(frame: FrameType | None) -> int | None:
+    """The kind (USER, or LIBRARY: an installed library) of the first code from ``frame`` out past torch and this
+    tool; None if there is none."""
     while frame is not None:
         filename = frame.f_code.co_filename
-        kind = kinds.get(filename)
+        kind = _kinds.get(filename)
         if kind is None:
             kind = frame_kind(filename)
         if kind == USER:
-            return True
-        if kind == LIBRARY and not os.path.normcase(os.path.realpath(filename)).startswith(torch_dir):
-            return False
+            return USER
+        if kind == LIBRARY and not os.path.normcase(os.path.realpath(filename)).startswith(_LIBRARY_DIRS[0]):  # torch
+            return LIBRARY
         frame = frame.f_back
-    return False
+    return None
 
 
 def library_callers(depth: int = 1) -> tuple[str, ...]:

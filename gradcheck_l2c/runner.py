@@ -74,7 +74,8 @@ class ScriptRunner:
                 self._find_module()
             else:
                 self._find_file()
-        from gradcheck_l2c.record.locations import claim_user_code, runs_scripts  # loads torch: --help runs without it
+        from gradcheck_l2c.record.locations import claim_user_code  # loads torch: --help runs without it
+        from gradcheck_l2c.record.stacks import runs_scripts
 
         claim_user_code(os.path.dirname(self.filename))
         runs_scripts(ScriptRunner.run.__code__)

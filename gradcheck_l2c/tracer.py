@@ -86,7 +86,7 @@ class Trace:
             self._stop()  # a second pass finishes what an interrupt cut short in the first; else a no-op
         if self._state is not None and not self.forked:
             children = self._children.finish() if self._children is not None else []
-            self._verdict = _with_children(self._judge(), children)
+            self._verdict = _with_children(self._judge(exc_info[1]), children)
             if isinstance(exc_info[1], RuntimeError):
                 from gradcheck_l2c.judge.detectors.ddp_unused import note
 
@@ -142,11 +142,11 @@ class Trace:
         if self.on_progress is not None and not self.forked:
             self.on_progress(self._state.clock.backwards, self._state.backwards.still_missing)
 
-    def _judge(self) -> Any:
+    def _judge(self, raised: BaseException | None = None) -> Any:
         from gradcheck_l2c.judge.run import judge
 
         with functions_off(), _collector_paused():
-            self._state.finish()
+            self._state.finish(raised)
             return judge(self._state.record(self._spec))
 
     def _current(self) -> Any:

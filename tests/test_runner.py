@@ -198,7 +198,7 @@ def test_the_lines_a_run_script_is_at_end_at_the_script(tmp_path, sys_state, cap
     """What the tool walks for a script's path of lines (where a value was made, where a backward ran) stops at the
     frame that runs it: the frames below (this test's, a console script's) are none of the script's."""
     script = write(tmp_path / "stack.py", """
-        from gradcheck_l2c.record.locations import user_stack
+        from gradcheck_l2c.record.stacks import user_stack
 
         def inner():
             return user_stack()

@@ -30,7 +30,8 @@ from gradcheck_l2c.record.function_sites import function_backward_site, missing_
 from gradcheck_l2c.record.hook_refusals import HookRefusal
 from gradcheck_l2c.record.hook_results import hook_result_site
 from gradcheck_l2c.record.kept_states import detached_beside
-from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site, user_stack
+from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site
+from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
 from gradcheck_l2c.record.refusal_sources import (copy_used, graphless_cause, last_frozen, library_owner_made,

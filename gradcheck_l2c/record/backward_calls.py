@@ -8,7 +8,8 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record.events import LEAF_BACKWARD
-from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, user_site, user_stack_sites
+from gradcheck_l2c.record.locations import DIFFERENTIATORS, called_from, user_site
+from gradcheck_l2c.record.stacks import user_stack_sites
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import run_backward
 

@@ -14,6 +14,7 @@ import torch
 
 from gradcheck_l2c.record import graph, torch_internals
 from gradcheck_l2c.record.args import data_items, flat, holds_tensor, inplace_targets, op_label, tensors_in
+from gradcheck_l2c.record.entries import EntryRef
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
 from gradcheck_l2c.record.library_calls import called_library, library_calls
@@ -27,12 +28,12 @@ from gradcheck_l2c.record.locations import (
     frame_kind,
     in_distributed,
     user_site,
-    user_stack,
 )
 from gradcheck_l2c.record.numpy_exits import NumpyExits, numpy_made
 from gradcheck_l2c.record.reach import Reachability
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.settled_exits import SettledExits
+from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.taint import Taint, TaintStore, fresh
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -237,7 +238,7 @@ class CutRecorder:
         even after the leaf's own taint stopped mattering because it got gradients before."""
         ident = id(out)
         replacements = self.replacements
-        ref = weakref.ref(out, lambda _, ident=ident: replacements.pop(ident, None))
+        ref = EntryRef(out, replacements, ident)
         replacements[ident] = (ref, key, user_site(3), op_label(func))
 
     def replacement_of(self, obj: Any) -> Taint | None:

@@ -7,9 +7,14 @@ Kept for the tensors that take no gradient because of the script: watched ones i
 ``Watched.frozen_at``), and Parameters it made with ``requires_grad=False``, which are never watched. A tensor frozen
 inside a module's constructor is part of that model's design (a pruning mask, a fixed table), not of a training
 schedule whose freezing loop or name filter caught a layer it should not have.
+
+A read through a loop variable that found None on a leaf that does not require grad is kept by its line, to explain
+a crash there: a hand-written update or clipping loop over every parameter (``p -= lr * p.grad``) that dies on a
+frozen one's None with a TypeError or AttributeError.
 """
 from __future__ import annotations
 
+import os
 from types import FrameType
 from typing import NamedTuple
 
@@ -35,6 +40,18 @@ class MadeFrozen(NamedTuple):
     read: NamedRead
 
 
+class LoopRead(NamedTuple):
+    """A ``.grad`` read through a loop variable, at ``site``, that found None on a leaf that does not require grad:
+    watched (``key``), or a Parameter user code made so at ``made``."""
+
+    site: Site
+    key: int | None
+    made: Site | None
+
+
+_LOOP_READS = 64  # lines kept where a loop read a frozen leaf's .grad (a script has few such loops)
+
+
 class EmptyReads:
     """The named ``.grad`` reads that found None: of watched tensors by key, and of Parameters made frozen."""
 
@@ -42,6 +59,8 @@ class EmptyReads:
         self.watched: dict[int, NamedRead] = {}
         self.made_frozen: dict[Site, MadeFrozen] = {}  # by the line that made the Parameter
         self.designed: set[int] = set()  # watched keys switched off inside a module's constructor
+        self.loop_reads: dict[tuple[str, int], LoopRead] = {}  # by the read's file and line: the first there
+        self.crashed: LoopRead | None = None  # the loop read at the line where the script died on a None
 
     def built_frozen(self, key: int | None) -> None:
         """The watched tensor ``key`` was switched off inside a module's ``__init__``: frozen by the model's design."""
@@ -53,20 +72,31 @@ class EmptyReads:
         """User code in ``frame``, at ``site``, found ``tensor.grad`` None (``key``: the tensor's, when watched)."""
         if frame is None or site is None or (key is not None and key in self.watched):
             return
-        made = None
-        if key is None:  # kept only for a Parameter user code made frozen (one frozen before the trace is not)
-            created = registry.created.get(id(tensor))
-            if created is None or created[0]() is not tensor or created[1] is None or not (
-                    isinstance(tensor, nn.Parameter) and tensor.is_leaf and not tensor.requires_grad):
-                return
-            made = created[1]
+        created = registry.created.get(id(tensor)) if key is None else None
+        made = created[1] if created is not None and created[0]() is tensor else None
         name = named_object(frame.f_code, frame.f_lasti)
-        if name is None:
-            return  # a loop variable's .grad, or an expression's
+        if name is None:  # a loop variable's .grad, or an expression's: only a crash there tells of one tensor
+            if tensor.is_leaf and not tensor.requires_grad and len(self.loop_reads) < _LOOP_READS:
+                self.loop_reads.setdefault((site.file, site.line), LoopRead(site, key, made))
+            return
+        if key is None and (made is None or not (isinstance(tensor, nn.Parameter) and tensor.is_leaf
+                                                 and not tensor.requires_grad)):
+            return  # kept only for a Parameter user code made frozen (one frozen before the trace is not)
         if made is None:
             self.watched[key] = NamedRead(name, site)
         else:
             self.made_frozen.setdefault(made, MadeFrozen(made, NamedRead(name, site)))
+
+    def raised(self, error: BaseException | None) -> None:
+        """The script died with ``error``: a TypeError or AttributeError on None at a line where a loop found a frozen
+        leaf's ``.grad`` None comes from that read (the innermost such line of the traceback)."""
+        if not self.loop_reads or not isinstance(error, (TypeError, AttributeError)) or "NoneType" not in str(error):
+            return
+        entry = error.__traceback__
+        while entry is not None:
+            read = self.loop_reads.get((os.path.abspath(entry.tb_frame.f_code.co_filename), entry.tb_lineno))
+            self.crashed = read or self.crashed
+            entry = entry.tb_next
 
     def frozen_made(self) -> list[MadeFrozen]:
         """The Parameters made with ``requires_grad=False`` whose ``.grad`` the script read by name."""

@@ -11,7 +11,8 @@ from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.backwards import BackwardLog
 from gradcheck_l2c.record.cuts import REENTRIES, CutRecorder
 from gradcheck_l2c.record.events import EventLog
-from gradcheck_l2c.record.locations import Site, user_frame, user_site, user_stack
+from gradcheck_l2c.record.locations import Site, user_frame, user_site
+from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.optimizers import OptimizerLog, OptimizerRecord
 from gradcheck_l2c.record.refusal_sources import last_frozen

@@ -48,8 +48,8 @@ def frame_kind(filename: str) -> int:
     kind = _kinds.get(filename)
     if kind is None:
         if filename.startswith("<"):
-            if filename.startswith(FX_GENERATED) and not _compiled_graphs:
-                _compiled_graphs.append(True)
+            if filename.startswith(FX_GENERATED) and not COMPILED_GRAPHS:
+                COMPILED_GRAPHS.append(True)
             kind = USER if filename.startswith(("<stdin>", "<ipython", "<string>")) else LIBRARY
         else:
             path = os.path.normcase(os.path.realpath(filename))
@@ -74,16 +74,6 @@ def claim_user_code(folder: str) -> None:
         _kinds.clear()
         for cache in KIND_CACHES:
             cache.cache_clear()
-
-
-def runs_scripts(code: CodeType) -> None:
-    """Frames of ``code`` run a traced script as ``__main__``: what lies below them is the tool and its launcher (a
-    console script's frame, which no path of the script's own lines includes), so walks of user frames end there."""
-    global _floor
-    _floor = code
-
-
-_floor: CodeType | None = None  # `runs_scripts`
 
 
 @dataclass(frozen=True)
@@ -135,7 +125,7 @@ def user_site(depth: int = 1) -> Site | None:
     frame = user_frame(depth + 1)
     if frame is None:
         return None
-    if _compiled_graphs:
+    if COMPILED_GRAPHS:
         compiled = _compiled_site(sys._getframe(depth + 1), frame)
         if compiled is not None:
             return compiled
@@ -197,7 +187,7 @@ def _user_frame_outside(frame: FrameType | None, building: Callable[[Any], bool]
     return None, passed
 
 
-_compiled_graphs: list[bool] = []  # not empty once fx-generated code was seen on a stack (torch.compile)
+COMPILED_GRAPHS: list[bool] = []  # not empty once fx-generated code was seen on a stack (torch.compile)
 _TRACE_ENTRY = re.compile(r'File "([^"]+)", line (\d+)')
 
 
@@ -211,59 +201,6 @@ def _compiled_site(frame: FrameType | None, user: FrameType) -> Site | None:
             return Site(os.path.abspath(entries[-1][0]), entries[-1][1]) if entries else None
         frame = frame.f_back
     return None
-
-
-#: One user frame of a stack: its identity while it runs, its code, and the line it was at.
-StackEntry = tuple[int, CodeType, Site]
-
-
-def _user_frames(frame: FrameType | None, places: list[int] | None = None) -> list[FrameType]:
-    """The user frames from ``frame`` outwards, innermost first (one walk of the stack, down to the frame that runs
-    the script when the tool runs it; lookups by file name); ``places`` gets each one's code id and instruction."""
-    found = []
-    kinds, floor = _kinds, _floor
-    while frame is not None:
-        code = frame.f_code
-        if code is floor:
-            break
-        filename = code.co_filename
-        kind = kinds.get(filename)
-        if kind is None:
-            kind = frame_kind(filename)
-        if kind == USER:
-            found.append(frame)
-            if places is not None:
-                places += (id(code), frame.f_lasti)
-        frame = frame.f_back
-    return found
-
-
-def user_stack(depth: int = 1) -> tuple[StackEntry, ...]:
-    """Every user frame above the caller, innermost first, with the line each was at: where a value was
-    made in each function on the way (the one in a frame still running later is the line to show there)."""
-    return tuple((id(frame), frame.f_code, frame_site(frame)) for frame in _user_frames(sys._getframe(depth + 1)))
-
-
-#: The (id(code), instruction) of every user frame of a stack -> (those codes, kept so that their ids stay theirs;
-#: the Sites of those frames): a backward called from the same lines at every step finds them here.
-_stacks: dict[tuple[int, ...], tuple[tuple[CodeType, ...], tuple[Site, ...]]] = {}
-
-
-def user_stack_sites(depth: int = 1) -> tuple[Site | None, tuple[Site, ...]]:
-    """The innermost user line above the caller, as `user_site` tells it, and the line of every user frame above
-    it, innermost first: one walk of the stack for both (a backward reads them at every step)."""
-    places: list[int] = []
-    frames = _user_frames(sys._getframe(depth + 1), places)
-    key = tuple(places)
-    entry = _stacks.get(key)
-    if entry is None:
-        if len(_stacks) >= 4096:
-            _stacks.clear()
-        entry = _stacks[key] = (tuple(frame.f_code for frame in frames), tuple(map(frame_site, frames)))
-    sites = entry[1]
-    if _compiled_graphs or not sites:
-        return user_site(depth + 1), sites
-    return sites[0], sites
 
 
 _positions: dict[CodeType, list[tuple[int | None, int | None, int | None, int | None]]] = {}

@@ -11,7 +11,8 @@ from types import CodeType
 from typing import Any
 
 from gradcheck_l2c.record.events import EventLog
-from gradcheck_l2c.record.locations import Site, user_frame, user_stack
+from gradcheck_l2c.record.locations import Site, user_frame
+from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.taint import Taint, TaintStore
 
 _LIMIT = 16  # the latest exits kept per window: a loop that converts every sample keeps the newest

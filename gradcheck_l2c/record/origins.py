@@ -15,8 +15,10 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record import graph
+from gradcheck_l2c.record.entries import EntryRef
 from gradcheck_l2c.record.graph import grad_fn_of
-from gradcheck_l2c.record.locations import Site, StackEntry, user_frame, user_stack, user_stack_sites
+from gradcheck_l2c.record.locations import Site, user_frame
+from gradcheck_l2c.record.stacks import StackEntry, user_stack, user_stack_sites
 from gradcheck_l2c.record.torch_internals import sequence_nr
 
 Tensor = torch.Tensor
@@ -70,7 +72,7 @@ class Origins:
             return
         ident, inference = id(out), self._inference
         sites = tuple(site for _, _, site in user_stack(1))
-        inference[ident] = (weakref.ref(out, lambda _, ident=ident: inference.pop(ident, None)), sites)
+        inference[ident] = (EntryRef(out, inference, ident), sites)
         self._spend()
 
     def stored(self, tensor: Tensor, site: Site | None) -> None:
@@ -78,7 +80,7 @@ class Origins:
         remember the line, whenever it happens (later iterations are not recorded op by op)."""
         ident, inference = id(tensor), self._inference
         if ident not in inference:
-            inference[ident] = (weakref.ref(tensor, lambda _, ident=ident: inference.pop(ident, None)), (site,))
+            inference[ident] = (EntryRef(tensor, inference, ident), (site,))
 
     @staticmethod
     def kept(tensor: Tensor, site: Site | None) -> None:

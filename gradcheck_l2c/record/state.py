@@ -135,9 +135,10 @@ class TraceState:
         """Name every watched tensor from the modules alive now."""
         resolve_names(self.registry)
 
-    def finish(self) -> None:
+    def finish(self, raised: BaseException | None = None) -> None:
         """The last look at live objects before judging: names, the lines that assigned the parameters of
-        modules built before the trace, and the tensors modules hold unregistered."""
+        modules built before the trace, and the tensors modules hold unregistered; ``raised``: what stopped the script."""
+        self.backwards.empty_reads.raised(raised)
         resolve_names(self.registry)
         name_lines_alike(self.registry)
         self.backwards.arrivals.write_back()

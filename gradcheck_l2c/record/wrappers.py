@@ -15,14 +15,16 @@ from torch import nn
 from torch.overrides import has_torch_function_unary
 
 from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
+from gradcheck_l2c.record.entries import EntryRef
 from gradcheck_l2c.record.gradient_gates import note_tensor_args
 from gradcheck_l2c.record.hidden_inputs import entry_site, hidden_tensors
 from gradcheck_l2c.record.kept_states import kept_as
 from gradcheck_l2c.record.locations import (USER, asked_at, built_at, caller_is_user, frame_kind, inside_forward,
-                                            library_callers, user_frame, user_site, user_stack, user_stack_sites)
+                                            library_callers, user_frame, user_site)
 from gradcheck_l2c.record.optimizers import note_sources
 from gradcheck_l2c.record.param_sources import binds_name
 from gradcheck_l2c.record.scope import Scope
+from gradcheck_l2c.record.stacks import user_stack, user_stack_sites
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.torch_internals import functions_off, innermost_mode_is, is_compiling, pop_mode, push_mode
 from gradcheck_l2c.record.unregistered import constructing_module
@@ -41,7 +43,7 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
             site = user_site(1)
             created, ident = state.registry.created, id(param)
             built = built_at(1) if state.clock.optimizers else None
-            created[ident] = (weakref.ref(param, lambda _, ident=ident: created.pop(ident, None)), site,
+            created[ident] = (EntryRef(param, created, ident), site,
                               state.clock.optimizers, built, built is not None and binds_name(built))
             if caller_is_user(1):  # written by the user, not made inside a torch layer
                 wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import torch
 
 from gradcheck_l2c.record.args import flat, op_label
+from gradcheck_l2c.record.entries import EntryRef
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_site
 from gradcheck_l2c.record.reach import Reachability
@@ -125,7 +126,7 @@ class WriteLog:
             return
         ident = id(out)
         snapshots = self.snapshots
-        ref = weakref.ref(out, lambda _, ident=ident: snapshots.pop(ident, None))
+        ref = EntryRef(out, snapshots, ident)
         snapshots[ident] = (ref, Snapshot(key, user_site(2), version(out)))
 
     def check_snapshots(self, func: Any, args: tuple) -> None:
@@ -145,7 +146,7 @@ class WriteLog:
 def _remember(layers: dict[int, tuple[weakref.ref, Site | None]], module: Any, site: Site | None) -> None:
     """Note ``module``'s line in ``layers`` for as long as the module lives."""
     ident = id(module)
-    layers[ident] = (weakref.ref(module, lambda _, ident=ident: layers.pop(ident, None)), site)
+    layers[ident] = (EntryRef(module, layers, ident), site)
 
 
 def _running_layer(layers: dict[int, tuple[weakref.ref, Site | None]],

@@ -638,6 +638,27 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
+    # Batch 53, first pass on eecb30f (tests/cases/README.md): what the tool said instead.
+    "b53a_mmdet_resnet_forward_plugin_unused":
+        "first pass and now: unused_parameter e :21 (warnings :19, :23) at the layers of the plugin whose output is "
+        "overwritten, with its call (:73) as `used`; the case names that call, which passes the block's input instead "
+        "of the previous plugin's output",
+    "b53a_yolov5_smart_optimizer_drops_custom_param":
+        "first pass and now: optimizer w :68, the optimizer built from the groups; the case names the grouping loop's "
+        "`elif` (:62), which has no branch for a bare Parameter such as BiFPN's fusion weight",
+    "b53c_transformers_bertology_head_mask":
+        "first pass and now: non_leaf_watched e :156, the index_fill that makes the next mask from the one that "
+        "requires grad; the case names the view_as after it (:158), where the fix adds .clone().detach()",
+    "b53d_mixtureofdepths_router_unweighted":
+        "first pass and now: non_differentiable e :45, the topk over the router's logits (only indices reach the "
+        "loss); the case names the scatter_add of the unweighted block output (:62), which the fix weights",
+    "b53d_musubi_qgalore_function_no_anchor":
+        "first pass and now: nothing; no input of the custom Function requires grad, so autograd records no node and "
+        "the backward that fills weight.float_grad by hand never runs (the weight is a frozen uint8 Parameter)",
+    "b53e_gaussian_splatting_densify_grad_none":
+        "first pass and now: nothing; densification hands the optimizer new Parameters (torch.cat of the old ones) "
+        "whose .grad is None until the next backward; the case names that nn.Parameter (:75), where the fix carries "
+        "the old gradient over",
     # Batch 52, first pass on 657567e (tests/cases/README.md): what the tool said instead.
     "b52a_monai_dynunet_unused_heads":
         "first pass and now: unused_parameter e :65, the line of the skip layer that keeps the heads' module list; the "

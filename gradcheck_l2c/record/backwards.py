@@ -235,8 +235,8 @@ class BackwardLog:
                 return
         site = user_site(2)
         watched = registry.get(tensor)
-        if value is None and (watched is None or watched.frozen):  # frozen by the script: did it expect a gradient?
-            self.empty_reads.read(registry, tensor, watched and watched.key, user_frame(2), site)
+        if value is None:  # frozen by the script (did it expect a gradient?), or not reached yet (a crash here?)
+            self.empty_reads.found_none(registry, tensor, watched, site, self.clock.backwards)
         if watched is not None:
             if watched.ever_grad and value is None:
                 reader = user_frame(2)

@@ -8,21 +8,22 @@ Kept for the tensors that take no gradient because of the script: watched ones i
 inside a module's constructor is part of that model's design (a pruning mask, a fixed table), not of a training
 schedule whose freezing loop or name filter caught a layer it should not have.
 
-A read through a loop variable that found None on a leaf that does not require grad is kept by its line, to explain
-a crash there: a hand-written update or clipping loop over every parameter (``p -= lr * p.grad``) that dies on a
-frozen one's None with a TypeError or AttributeError.
+Kept by their line as well, to explain a crash there (the script dying on the None with a TypeError or AttributeError):
+reads through a loop variable of a leaf that does not require grad (a hand-written update or clipping over every
+parameter, ``p -= lr * p.grad``, with a frozen mask among them), and any read of a watched tensor no backward had
+reached yet (``w.grad.zero_()`` before the first backward, a clipping loop over a layer the loss never uses).
 """
 from __future__ import annotations
 
 import os
 from types import FrameType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from gradcheck_l2c.record.code_lines import named_object
-from gradcheck_l2c.record.locations import Site
+from gradcheck_l2c.record.locations import Site, user_frame
 from gradcheck_l2c.record.watch import WatchRegistry
 
 
@@ -40,16 +41,18 @@ class MadeFrozen(NamedTuple):
     read: NamedRead
 
 
-class LoopRead(NamedTuple):
-    """A ``.grad`` read through a loop variable, at ``site``, that found None on a leaf that does not require grad:
-    watched (``key``), or a Parameter user code made so at ``made``."""
+class NoneRead(NamedTuple):
+    """A ``.grad`` read at ``site`` that found None: of a leaf that does not require grad, watched (``key``) or a
+    Parameter user code made so at ``made`` (``before`` None); or of a watched tensor no backward had reached yet,
+    when ``before`` backwards had ended."""
 
     site: Site
     key: int | None
     made: Site | None
+    before: int | None
 
 
-_LOOP_READS = 64  # lines kept where a loop read a frozen leaf's .grad (a script has few such loops)
+_NONE_READS = 64  # lines kept where a .grad read found None (a script has few such lines)
 
 
 class EmptyReads:
@@ -59,8 +62,8 @@ class EmptyReads:
         self.watched: dict[int, NamedRead] = {}
         self.made_frozen: dict[Site, MadeFrozen] = {}  # by the line that made the Parameter
         self.designed: set[int] = set()  # watched keys switched off inside a module's constructor
-        self.loop_reads: dict[tuple[str, int], LoopRead] = {}  # by the read's file and line: the first there
-        self.crashed: LoopRead | None = None  # the loop read at the line where the script died on a None
+        self.none_reads: dict[tuple[str, int], NoneRead] = {}  # by the read's file and line: the latest there
+        self.crashed: NoneRead | None = None  # the read at the line where the script died on a None
 
     def built_frozen(self, key: int | None) -> None:
         """The watched tensor ``key`` was switched off inside a module's ``__init__``: frozen by the model's design."""
@@ -76,8 +79,8 @@ class EmptyReads:
         made = created[1] if created is not None and created[0]() is tensor else None
         name = named_object(frame.f_code, frame.f_lasti)
         if name is None:  # a loop variable's .grad, or an expression's: only a crash there tells of one tensor
-            if tensor.is_leaf and not tensor.requires_grad and len(self.loop_reads) < _LOOP_READS:
-                self.loop_reads.setdefault((site.file, site.line), LoopRead(site, key, made))
+            if tensor.is_leaf and not tensor.requires_grad:
+                self._keep(NoneRead(site, key, made, None))
             return
         if key is None and (made is None or not (isinstance(tensor, nn.Parameter) and tensor.is_leaf
                                                  and not tensor.requires_grad)):
@@ -87,14 +90,28 @@ class EmptyReads:
         else:
             self.made_frozen.setdefault(made, MadeFrozen(made, NamedRead(name, site)))
 
+    def found_none(self, registry: WatchRegistry, tensor: torch.Tensor, watched: Any, site: Site | None,
+                   backwards: int) -> None:
+        """User code at ``site``, ``backwards`` backwards into the run, found ``tensor.grad`` None (``watched``: its
+        record, when watched): kept if frozen, or if no backward had reached it yet."""
+        if watched is None or watched.frozen:
+            self.read(registry, tensor, watched and watched.key, user_frame(3), site)
+        elif not watched.ever_grad and site is not None:
+            self._keep(NoneRead(site, watched.key, None, backwards))
+
+    def _keep(self, read: NoneRead) -> None:
+        line = (read.site.file, read.site.line)
+        if line in self.none_reads or len(self.none_reads) < _NONE_READS:
+            self.none_reads[line] = read
+
     def raised(self, error: BaseException | None) -> None:
-        """The script died with ``error``: a TypeError or AttributeError on None at a line where a loop found a frozen
-        leaf's ``.grad`` None comes from that read (the innermost such line of the traceback)."""
-        if not self.loop_reads or not isinstance(error, (TypeError, AttributeError)) or "NoneType" not in str(error):
+        """The script died with ``error``: a TypeError or AttributeError on None at a line where a kept read found
+        ``.grad`` None comes from that read (the innermost such line of the traceback)."""
+        if not self.none_reads or not isinstance(error, (TypeError, AttributeError)) or "NoneType" not in str(error):
             return
         entry = error.__traceback__
         while entry is not None:
-            read = self.loop_reads.get((os.path.abspath(entry.tb_frame.f_code.co_filename), entry.tb_lineno))
+            read = self.none_reads.get((os.path.abspath(entry.tb_frame.f_code.co_filename), entry.tb_lineno))
             self.crashed = read or self.crashed
             entry = entry.tb_next
 

@@ -10,7 +10,7 @@ gradient.
 from __future__ import annotations
 
 from gradcheck_l2c.judge.backward_branch import branch_around_backward
-from gradcheck_l2c.judge.crashed_reads import crashed_loop_read
+from gradcheck_l2c.judge.crashed_reads import crashed_read
 from gradcheck_l2c.judge.listing import listed
 from gradcheck_l2c.judge.remade import drawn_in_forward, made_in_every_forward, remade_key, remade_sites
 from gradcheck_l2c.judge.scopes import follows_in_scope, next_statement
@@ -148,7 +148,7 @@ def scan(run) -> list[Finding]:
     # scheduler step that stands in its place, with the backward as symptom)
     lines = {(f.file, f.line) for f in never}
     lines |= {(p.file, p.line) for f in never for p in f.related if p.role == "symptom"}
-    return found + unread_findings(run, lines) + never + drawn_in_forward(run) + crashed_loop_read(run)
+    return found + unread_findings(run, lines) + never + drawn_in_forward(run) + crashed_read(run)
 
 
 def _never_stepped(run) -> list[Finding]:

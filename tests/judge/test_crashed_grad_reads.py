@@ -1,6 +1,8 @@
-"""A hand-written loop over a model's parameters that reads each ``.grad`` dies on the None of one that does not
-require grad (a pruning mask kept as a frozen Parameter, a layer the script froze): the tool names that loop's line,
-says which tensor had no gradient and why, and how to skip it. A loop that skips them, or only logs, is silent."""
+"""A script that dies on a ``.grad`` it read as None: a hand-written loop over a model's parameters reading the gradient
+of one that does not require grad (a pruning mask kept as a frozen Parameter, a layer the script froze) or of one the
+loss never uses, or a gradient zeroed by hand before the first backward gave one. The tool names the line that read
+it, says which tensor had no gradient and why, and how to avoid it. A loop that skips the None, or only logs, is
+silent, and so is a crash elsewhere."""
 from __future__ import annotations
 
 import pytest
@@ -87,3 +89,79 @@ def test_a_crash_elsewhere_is_not_blamed_on_the_read(snippet):
                                         "param -= 0.1 * (param.grad if param.grad is not None else 0)\n"
                                         "            None + param  # <- elsewhere"))
     assert _run(script, TypeError) == []
+
+
+ZEROED_FIRST = """
+import torch
+torch.manual_seed(0)
+x, y = torch.randn(16, 5), torch.randn(16, 2)
+w1 = torch.randn(5, 8, requires_grad=True)
+w2 = torch.randn(8, 2, requires_grad=True)
+for t in range(5):
+    w1.grad.data.zero_()  # <- zeroed
+    w2.grad.data.zero_()
+    loss = (x.mm(w1).clamp(min=0).mm(w2) - y).pow(2).sum()
+    loss.backward()
+    w1.data -= 1e-4 * w1.grad.data
+    w2.data -= 1e-4 * w2.grad.data
+"""
+ZEROED_AFTER = """
+import torch
+torch.manual_seed(0)
+x, y = torch.randn(16, 5), torch.randn(16, 2)
+w1 = torch.randn(5, 8, requires_grad=True)
+w2 = torch.randn(8, 2, requires_grad=True)
+for t in range(5):
+    loss = (x.mm(w1).clamp(min=0).mm(w2) - y).pow(2).sum()
+    loss.backward()
+    w1.data -= 1e-4 * w1.grad.data
+    w2.data -= 1e-4 * w2.grad.data
+    w1.grad.data.zero_()
+    w2.grad.data.zero_()
+"""
+
+UNUSED_CLIPPED = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 8, batch_first=True)
+        self.attention = nn.Linear(8, 8)  # <- unused
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.out(self.rnn(x)[0][:, -1])
+
+
+model = Tagger()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loss = nn.functional.cross_entropy(model(torch.randn(6, 5, 4)), torch.randint(0, 3, (6,)))
+loss.backward()
+norm = sum(p.grad.data.norm() ** 2 for p in model.parameters())  # <- clip
+optimizer.step()
+"""
+
+
+def test_a_gradient_zeroed_before_the_first_backward_is_named_at_the_read(snippet):
+    script = snippet(ZEROED_FIRST)
+    found = _run(script, AttributeError)
+    assert [(f.kind, f.severity, f.tensor, f.line) for f in found] == [("optimizer", "error", "w1",
+                                                                         script.line("zeroed"))]
+    assert "no backward had run yet" in found[0].message and "after loss.backward()" in found[0].fix
+
+
+def test_gradients_zeroed_after_the_update_are_silent(snippet):
+    assert [f for f in snippet(ZEROED_AFTER).run().findings if f.severity in ("error", "warning")] == []
+
+
+def test_a_clipping_loop_dying_on_an_unused_layer_is_named_beside_the_layer(snippet):
+    script = snippet(UNUSED_CLIPPED)
+    found = _run(script, AttributeError)
+    assert {(f.kind, f.line) for f in found} == {("unused_parameter", script.line("unused")),
+                                                 ("optimizer", script.line("clip"))}
+    crash = next(f for f in found if f.kind == "optimizer")
+    assert crash.tensor.startswith("Tagger.attention.") and "none of the 1 backwards" in crash.message

@@ -13,8 +13,8 @@ SKIP = ("skip the tensors without a gradient (`if p.grad is None: continue`), or
 def crashed_read(run) -> list[Finding]:
     """The finding at the line that read the None, when the script died there on it."""
     read = run.record.empty_reads.crashed
-    if read is None:
-        return []
+    if read is None or (read.key is not None and run.record.missed(read.key)):
+        return []  # a cut kept the gradient from it: that cut's finding names the read as its symptom
     known = read.key is not None and read.key in run.keys
     tensor = run.name(read.key) if known else (f"the Parameter made at {read.made}" if read.made else "a tensor")
     if read.before is None:

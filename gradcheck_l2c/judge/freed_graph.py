@@ -66,6 +66,14 @@ def freed_graph_words(fact: AutogradError, name: str, call: str, said: str) -> t
                 f"detach `{name}` here too, as `{other}` is (its .detach_()), or store .detach() of it where it is "
                 "set; pass retain_graph=True to the earlier backward() only if gradients must flow back through "
                 "earlier iterations.")
+    if fact.detail.get("reset"):
+        op = fact.detail["reset"]
+        return (f"this line resets the value kept on the module (set at {fact.detail['kept_at']}) in place ({op}), "
+                f"which clears its values but keeps its graph: {earlier} backpropagated through that graph and freed it, "
+                f"and backward(){call} reached it a second time ({node}){said}.",
+                f"detach it as it is reset (`.{op.rstrip('()').split('.')[-1]}().detach_()`), or set a new tensor "
+                "without history in its place; pass retain_graph=True to the earlier backward() only if gradients "
+                "must flow back through earlier iterations.")
     if fact.detail.get("kept"):
         made = "the value this line keeps on the module" + (f" (made at {inner})" if isinstance(inner, Site) else "")
         return (f"{made} outlives its iteration: it is used again after {earlier} backpropagated through it and "

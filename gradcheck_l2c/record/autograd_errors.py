@@ -1,14 +1,12 @@
-"""Autograd's own errors, as facts: every RuntimeError a traced ``backward()`` or ``torch.autograd.grad()``
-raised, and the autograd errors an op raises in forward (an in-place write into a leaf that requires grad or
-into one of several views an op returned, an inference tensor saved for backward, ``deepcopy`` of a tensor
-with history). Each is kept when it is
-raised, so a script that catches it and goes on still has it judged.
+"""Autograd's own errors, as facts: every RuntimeError a traced ``backward()`` or ``torch.autograd.grad()`` raised,
+and the autograd errors an op raises in forward (an in-place write into a leaf that requires grad or into one of
+several views an op returned, an inference tensor saved for backward, ``deepcopy`` of a tensor with history). Each
+is kept when it is raised, so a script that catches it and goes on still has it judged.
 
-A fact holds the user line that made the call, PyTorch's message, its category, and, where the run's facts
-tell it (the graph, the tensors, the calls; never the script's text), the line to change: the node of an
-earlier, freed graph this backward reached and the line that made it, the line that made a non-scalar
-root, the line that made an inference tensor, the ``return`` of a custom Function's backward, the line
-that stored a graph tensor on a module.
+A fact holds the user line that made the call, PyTorch's message, its category, and, where the run's facts tell it
+(the graph, the tensors, the calls; never the script's text), the line to change: the node of an earlier, freed graph
+this backward reached and the line that made it (or reset it in place), the line that made a non-scalar root or an
+inference tensor, the ``return`` of a custom Function's backward, the line that stored a graph tensor on a module.
 """
 from __future__ import annotations
 
@@ -29,15 +27,15 @@ from gradcheck_l2c.record.freed_values import taken_in
 from gradcheck_l2c.record.function_sites import function_backward_site, missing_backward_site, view_return_site
 from gradcheck_l2c.record.hook_refusals import HookRefusal
 from gradcheck_l2c.record.hook_results import hook_result_site
-from gradcheck_l2c.record.kept_states import detached_beside
+from gradcheck_l2c.record.kept_states import detached_beside, reset_in_place
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site
-from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
 from gradcheck_l2c.record.refusal_sources import (copy_used, graphless_cause, last_frozen, library_owner_made,
                                                    made_elsewhere, multi_view_source)
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
+from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, function_class, functions_off, output_shape, sequence_nr
 from gradcheck_l2c.record.watch import WatchRegistry
 from gradcheck_l2c.record.writes import WriteLog
@@ -235,6 +233,8 @@ class ErrorRecorder:
                           "by_grad": site is not None and site == by_grad}
                 if detail["kept"] and (beside := detached_beside(node, origins.detached_states)) is not None:
                     detail["beside"], detail["kept_at"], site = beside, site, beside[2]  # named where those are
+                elif detail["kept"] and (reset := reset_in_place(node, self.writes.recent)) is not None:
+                    detail["reset"], detail["kept_at"], site = reset.op, site, reset.site  # the reset that kept it
                 return site, detail
             for child, _ in node.next_functions:
                 if child is not None and id(child) not in seen:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from gradcheck_l2c.record.args import op_label
 from gradcheck_l2c.record.events import INTO_ALIAS, ONTO_ITSELF
 from gradcheck_l2c.record.locations import library_callers, user_site
 from gradcheck_l2c.record.torch_internals import STATE_DICT_LOAD, functions_off
@@ -38,6 +39,7 @@ def on_copy(mode: Any, func, args, kwargs):
     if not _is_grad_enabled():
         mode.cuts.no_grad_op(func, args, kwargs, out)
         return out
+    mode.writes.wrote(target, user_site(1), op_label(func))  # an in-place write: it may make a saved tensor stale
     if state.taints:
         state.taints.mark(out, state.taints.of_args(args, kwargs))
     if free and target.requires_grad and func is Tensor.copy_:  # history written into a tensor without: whose memory?

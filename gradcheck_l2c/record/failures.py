@@ -12,10 +12,10 @@ from gradcheck_l2c.record.backwards import BackwardLog
 from gradcheck_l2c.record.cuts import REENTRIES, CutRecorder
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import Site, user_frame, user_site
-from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.names import resolve_names
 from gradcheck_l2c.record.optimizers import OptimizerLog, OptimizerRecord
 from gradcheck_l2c.record.refusal_sources import last_frozen
+from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.taint import Taint, TaintStore
 from gradcheck_l2c.record.torch_internals import SAVED_PREFIX, sequence_nr, version
 from gradcheck_l2c.record.watch import WatchRegistry

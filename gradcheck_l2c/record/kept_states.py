@@ -3,6 +3,7 @@ module each one is, and the attributes the script detaches in place between iter
 detaches the membrane state), so that the one it forgot to detach can be named there."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from gradcheck_l2c.record.locations import Site
@@ -33,3 +34,9 @@ def detached_beside(node: Any, detached: dict[int, dict[str, Site]]) -> tuple[st
         return None
     other, site = next(iter(others.items()))
     return kept[1], other, site
+
+
+def reset_in_place(node: Any, writes: Sequence[Any]) -> Any:
+    """For the node of a value kept on a module: the latest in-place write made on top of it (``state.zero_()``
+    between iterations), which clears its values and keeps its graph; else None."""
+    return next((write for write in reversed(writes) if write.before == id(node) and write.site is not None), None)

@@ -15,9 +15,9 @@ from gradcheck_l2c.record.gradient_use import GradientUse
 from gradcheck_l2c.record.held import HeldTensors
 from gradcheck_l2c.record.left_out import LeftOutLeaves
 from gradcheck_l2c.record.locations import Site
-from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.param_sources import branch_left_out, group_left_out, params_built_at
 from gradcheck_l2c.record.scope import Clock
+from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.taint import Chain, TaintStore
 from gradcheck_l2c.record.torch_internals import functions_off
 from gradcheck_l2c.record.updates import UpdateLog, nonzero

@@ -17,8 +17,8 @@ from gradcheck_l2c.record.entries import EntryRef
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
 from gradcheck_l2c.record.locations import Site, user_site
-from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.reach import BACKWARD_ROOT, Reachability
+from gradcheck_l2c.record.stacks import user_stack
 from gradcheck_l2c.record.taint import Taint, TaintStore, fresh
 
 _LIMIT = 1024  # values kept at most, the latest: a loop that keeps every detached output keeps the newest

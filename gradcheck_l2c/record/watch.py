@@ -18,8 +18,8 @@ from torch.nn.parameter import UninitializedTensorMixin
 from gradcheck_l2c.errors import UsageError
 from gradcheck_l2c.record.arrival_hooks import Polling, watch_arrivals
 from gradcheck_l2c.record.locations import USER, Site, frame_kind
-from gradcheck_l2c.record.stacks import StackEntry
 from gradcheck_l2c.record.scope import Clock
+from gradcheck_l2c.record.stacks import StackEntry
 from gradcheck_l2c.record.torch_internals import MODULE_CALLS, is_parameter
 
 

@@ -165,3 +165,22 @@ def test_a_clipping_loop_dying_on_an_unused_layer_is_named_beside_the_layer(snip
                                                  ("optimizer", script.line("clip"))}
     crash = next(f for f in found if f.kind == "optimizer")
     assert crash.tensor.startswith("Tagger.attention.") and "none of the 1 backwards" in crash.message
+
+CUT_INPUT = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Linear(6, 2)
+x = torch.rand(4, 6, requires_grad=True)
+spikes = (torch.rand(4, 6) < x).float()  # <- cut
+loss = nn.functional.cross_entropy(model(spikes), torch.randint(0, 2, (4,)))
+loss.backward()
+x_adv = x + 0.1 * x.grad.sign()  # <- attack
+"""
+
+
+def test_a_crash_on_a_gradient_a_cut_kept_away_is_the_cut_s_symptom(snippet):
+    script = snippet(CUT_INPUT)
+    found = _run(script, AttributeError)
+    assert [(f.kind, f.line) for f in found] == [("non_differentiable", script.line("cut"))]
+    assert any(r.role == "symptom" and r.line == script.line("attack") for r in found[0].related)

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from gradcheck_l2c.record.entries import EntryRef
+from gradcheck_l2c.record.entries import entry_ref
 from gradcheck_l2c.record.locations import USER, frame_kind, user_site
 from gradcheck_l2c.record.state import TraceState
 from gradcheck_l2c.record.straight_code import straight_class, straight_forward
@@ -176,7 +176,7 @@ class ModuleBypass:
             uncompiled = below is not None and not any(map(compiled, (module, *below)))
             weights = () if below is None else tuple(
                 table for layer in (module, *below) for table in weight_tables(layer))
-            entry = self._layers[ident] = (EntryRef(module, self._layers, ident), tables, uncompiled, weights)
+            entry = self._layers[ident] = (entry_ref(module, self._layers, ident), tables, uncompiled, weights)
         tables = entry[1]
         return tables is not None and not any(tables)
 
@@ -213,11 +213,11 @@ class ModuleBypass:
                 return self.forward(*args, **kwargs) if passing == STRAIGHT else call(self, *args, **kwargs)
             ident, grad = id(self), _is_grad_enabled()
             if ident not in called and scope.in_trace_thread():  # its first call: the user line that made it
-                called[ident] = (EntryRef(self, called, ident), user_site(1))
+                called[ident] = (entry_ref(self, called, ident), user_site(1))
             elif origins.recording and ident not in called_again and scope.in_trace_thread():
                 site = user_site(1)
                 if site != called[ident][1]:
-                    called_again[ident] = (EntryRef(self, called_again, ident), site)
+                    called_again[ident] = (entry_ref(self, called_again, ident), site)
             if (not innermost_mode_is(mode) or is_compiling() or ident in (dirty if grad else dirty_without_grad)
                     or scope.quiet or not bypass.may_pass(self)):
                 return call(self, *args, **kwargs)
@@ -252,10 +252,10 @@ class ModuleBypass:
         if fired:
             self._clean.pop(ident, None)
             dirty = self._dirty if grad else self._dirty_without_grad
-            dirty[ident] = EntryRef(module, dirty, ident)
+            dirty[ident] = entry_ref(module, dirty, ident)
             return
         entry = self._clean.get(ident)
         if entry is None:
-            entry = self._clean[ident] = (EntryRef(module, self._clean, ident), set())
+            entry = self._clean[ident] = (entry_ref(module, self._clean, ident), set())
         if len(entry[1]) < SIGNATURES_PER_MODULE:
             entry[1].add(key)

@@ -14,7 +14,7 @@ import torch
 
 from gradcheck_l2c.record import graph, torch_internals
 from gradcheck_l2c.record.args import data_items, flat, holds_tensor, inplace_targets, op_label, tensors_in
-from gradcheck_l2c.record.entries import EntryRef
+from gradcheck_l2c.record.entries import entry_ref
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
 from gradcheck_l2c.record.library_calls import called_library, library_calls
@@ -238,7 +238,7 @@ class CutRecorder:
         even after the leaf's own taint stopped mattering because it got gradients before."""
         ident = id(out)
         replacements = self.replacements
-        ref = EntryRef(out, replacements, ident)
+        ref = entry_ref(out, replacements, ident)
         replacements[ident] = (ref, key, user_site(3), op_label(func))
 
     def replacement_of(self, obj: Any) -> Taint | None:

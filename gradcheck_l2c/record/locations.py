@@ -32,7 +32,7 @@ _LIBRARY_DIRS = tuple(
 #: Installed packages (timm, transformers, Lightning, ...): library code, whose lines are never the one to change.
 _INSTALLED = tuple(f"{os.sep}{folder}{os.sep}" for folder in ("site-packages", "dist-packages"))
 USER, LIBRARY, OWN = 0, 1, 2
-_kinds: dict[str, int] = {}
+KINDS: dict[str, int] = {}  # file name -> its kind (`frame_kind`): stack walks look here first
 _claimed: list[str] = []  # folders of traced scripts that lie among installed packages: user code all the same
 #: torch code that moves parameters between processes (DDP's broadcasts, buckets, reducer): its
 #: copies and detaches of parameters are no cuts.
@@ -45,7 +45,7 @@ KIND_CACHES: list[Any] = []
 
 def frame_kind(filename: str) -> int:
     """Classify a code file: USER code, a LIBRARY (torch, the standard library), or this tool (OWN)."""
-    kind = _kinds.get(filename)
+    kind = KINDS.get(filename)
     if kind is None:
         if filename.startswith("<"):
             if filename.startswith(FX_GENERATED) and not COMPILED_GRAPHS:
@@ -61,7 +61,7 @@ def frame_kind(filename: str) -> int:
                 kind = USER if _claimed and path.startswith(tuple(_claimed)) else LIBRARY
             else:
                 kind = USER
-        _kinds[filename] = kind
+        KINDS[filename] = kind
     return kind
 
 
@@ -71,7 +71,7 @@ def claim_user_code(folder: str) -> None:
     directory = _directory(folder)
     if any(part in directory for part in _INSTALLED) and directory not in _claimed:
         _claimed.append(directory)
-        _kinds.clear()
+        KINDS.clear()
         for cache in KIND_CACHES:
             cache.cache_clear()
 
@@ -104,7 +104,7 @@ class Site:
 def user_frame(depth: int = 1) -> FrameType | None:
     """The innermost frame of user code above the caller (``depth`` frames up)."""
     frame: FrameType | None = sys._getframe(depth + 1)
-    kinds = _kinds
+    kinds = KINDS
     while frame is not None:
         filename = frame.f_code.co_filename
         kind = kinds.get(filename)
@@ -228,14 +228,14 @@ def user_caller_site(depth: int = 1) -> Site | None:
     else None: `caller_is_user`, then `user_site`, in one look at the stack."""
     frame = sys._getframe(depth + 1)
     filename = frame.f_code.co_filename
-    kind = _kinds.get(filename)
+    kind = KINDS.get(filename)
     return frame_site(frame) if (kind if kind is not None else frame_kind(filename)) == USER else None
 
 
 def caller_is_user(depth: int = 1) -> bool:
     """Whether the frame ``depth`` levels above the caller is user code (one dict lookup)."""
     filename = sys._getframe(depth + 1).f_code.co_filename
-    kind = _kinds.get(filename)
+    kind = KINDS.get(filename)
     return (kind if kind is not None else frame_kind(filename)) == USER
 
 
@@ -249,7 +249,7 @@ def first_past_torch(frame: FrameType | None) -> int | None:
     tool; None if there is none."""
     while frame is not None:
         filename = frame.f_code.co_filename
-        kind = _kinds.get(filename)
+        kind = KINDS.get(filename)
         if kind is None:
             kind = frame_kind(filename)
         if kind == USER:
@@ -267,7 +267,7 @@ def library_callers(depth: int = 1) -> tuple[str, ...]:
     """
     frame: FrameType | None = sys._getframe(depth + 1)
     names = []
-    kinds = _kinds
+    kinds = KINDS
     while frame is not None:
         code = frame.f_code
         kind = kinds.get(code.co_filename)
@@ -293,7 +293,7 @@ OPTIMIZERS = (f"{os.sep}torch{os.sep}optim{os.sep}",)
 def called_from(files: tuple[str, ...], depth: int = 1) -> bool:
     """Whether library code from one of ``files`` is on the stack between the caller and user code."""
     frame: FrameType | None = sys._getframe(depth + 1)
-    kinds = _kinds
+    kinds = KINDS
     while frame is not None:
         filename = frame.f_code.co_filename
         kind = kinds.get(filename)
@@ -312,7 +312,7 @@ def in_distributed(depth: int = 1) -> bool:
     frame: FrameType | None = sys._getframe(depth + 1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        kind = _kinds.get(filename)
+        kind = KINDS.get(filename)
         if (kind if kind is not None else frame_kind(filename)) == USER:
             return False
         inside = _distributed.get(filename)

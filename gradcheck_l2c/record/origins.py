@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from gradcheck_l2c.record import graph
-from gradcheck_l2c.record.entries import EntryRef
+from gradcheck_l2c.record.entries import entry_ref
 from gradcheck_l2c.record.graph import grad_fn_of
 from gradcheck_l2c.record.locations import Site, user_frame
 from gradcheck_l2c.record.stacks import StackEntry, user_stack, user_stack_sites
@@ -72,7 +72,7 @@ class Origins:
             return
         ident, inference = id(out), self._inference
         sites = tuple(site for _, _, site in user_stack(1))
-        inference[ident] = (EntryRef(out, inference, ident), sites)
+        inference[ident] = (entry_ref(out, inference, ident), sites)
         self._spend()
 
     def stored(self, tensor: Tensor, site: Site | None) -> None:
@@ -80,7 +80,7 @@ class Origins:
         remember the line, whenever it happens (later iterations are not recorded op by op)."""
         ident, inference = id(tensor), self._inference
         if ident not in inference:
-            inference[ident] = (EntryRef(tensor, inference, ident), (site,))
+            inference[ident] = (entry_ref(tensor, inference, ident), (site,))
 
     @staticmethod
     def kept(tensor: Tensor, site: Site | None) -> None:

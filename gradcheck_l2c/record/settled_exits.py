@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from gradcheck_l2c.record.entries import EntryRef
+from gradcheck_l2c.record.entries import entry_ref
 from gradcheck_l2c.record.events import Event, EventLog
 from gradcheck_l2c.record.graph import grad_fn_of
 from gradcheck_l2c.record.locations import Site, user_site
@@ -48,7 +48,7 @@ class SettledExits:
         if len(kept) >= _LIMIT:
             del kept[next(iter(kept))]
         ident = id(out)
-        kept[ident] = (EntryRef(out, kept, ident), keys, user_site(2), kind, detail)
+        kept[ident] = (entry_ref(out, kept, ident), keys, user_site(2), kind, detail)
 
     def found_in(self, values: Any) -> Taint | None:
         """The cuts behind the kept values among ``values`` (or in the lists, tuples and dicts among them), recorded
@@ -76,7 +76,7 @@ class SettledExits:
             if len(cached) >= _LIMIT:
                 del cached[next(iter(cached))]
             ident = id(tensor)
-            cached[ident] = (EntryRef(tensor, cached, ident), holder, name, site,
+            cached[ident] = (entry_ref(tensor, cached, ident), holder, name, site,
                              callers)
 
     def cached_in_use(self, key_of: Any) -> Taint | None:

@@ -10,7 +10,7 @@ import sys
 from types import CodeType, FrameType
 from typing import Any, Callable
 
-from gradcheck_l2c.record.locations import COMPILED_GRAPHS, USER, Site, frame_kind, frame_site, user_site
+from gradcheck_l2c.record.locations import COMPILED_GRAPHS, KINDS, USER, Site, frame_kind, frame_site, user_site
 
 #: One user frame of a stack: its identity while it runs, its code, and the line it was at.
 StackEntry = tuple[int, CodeType, Site]
@@ -58,12 +58,14 @@ def _user_frames(frame: FrameType | None, places: list[int]) -> list[FrameType]:
     """The user frames from ``frame`` outwards, innermost first (one walk of the stack); ``places`` gets each one's
     code id and instruction."""
     found = []
-    floor = _floor
+    kinds, floor = KINDS, _floor
     while frame is not None:
         code = frame.f_code
         if code is floor:
             break
-        if frame_kind(code.co_filename) == USER:
+        filename = code.co_filename
+        kind = kinds.get(filename)
+        if (kind if kind is not None else frame_kind(filename)) == USER:
             found.append(frame)
             places += (id(code), frame.f_lasti)
         frame = frame.f_back

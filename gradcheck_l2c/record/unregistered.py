@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from gradcheck_l2c.record import graph
-from gradcheck_l2c.record.entries import EntryRef
+from gradcheck_l2c.record.entries import entry_ref
 from gradcheck_l2c.record.locations import USER, Site, frame_kind
 from gradcheck_l2c.record.module_flags import ModuleFlags
 from gradcheck_l2c.record.source_sites import module_site
@@ -73,7 +73,7 @@ class UnregisteredLog:
     def made(self, tensor: torch.Tensor, factory: str) -> None:
         """An initialising factory made a plain floating-point tensor (kept while it lives)."""
         ident, fresh = id(tensor), self._fresh
-        fresh[ident] = (EntryRef(tensor, fresh, ident), factory, version(tensor))
+        fresh[ident] = (entry_ref(tensor, fresh, ident), factory, version(tensor))
 
     def assigned(self, module: nn.Module, value: torch.Tensor) -> None:
         """User code put a plain tensor on a module: if a factory made it, watch how its module uses it."""
@@ -83,7 +83,7 @@ class UnregisteredLog:
 
     def _hold(self, tensor: torch.Tensor, module: weakref.ref, origin: int) -> None:
         ident, held = id(tensor), self.held
-        held[ident] = (EntryRef(tensor, held, ident), module, origin)
+        held[ident] = (entry_ref(tensor, held, ident), module, origin)
 
     def derived(self, args: tuple, out: torch.Tensor) -> None:
         """An op without grad made ``out`` from a held tensor (``self.keys.t()``): it stands for that tensor."""

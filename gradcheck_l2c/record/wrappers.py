@@ -15,7 +15,7 @@ from torch import nn
 from torch.overrides import has_torch_function_unary
 
 from gradcheck_l2c.record.arrival_hooks import backward_ended, backward_starts, run_elsewhere
-from gradcheck_l2c.record.entries import EntryRef
+from gradcheck_l2c.record.entries import entry_ref
 from gradcheck_l2c.record.gradient_gates import note_tensor_args
 from gradcheck_l2c.record.hidden_inputs import entry_site, hidden_tensors
 from gradcheck_l2c.record.kept_states import kept_as
@@ -43,7 +43,7 @@ def parameter_new(state: TraceState, original: Callable[..., Any]) -> Callable[.
             site = user_site(1)
             created, ident = state.registry.created, id(param)
             built = built_at(1) if state.clock.optimizers else None
-            created[ident] = (EntryRef(param, created, ident), site,
+            created[ident] = (entry_ref(param, created, ident), site,
                               state.clock.optimizers, built, built is not None and binds_name(built))
             if caller_is_user(1):  # written by the user, not made inside a torch layer
                 wrapped = state.registry.get(data) if isinstance(data, torch.Tensor) and data.is_leaf else None

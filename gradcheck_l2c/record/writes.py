@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import torch
 
 from gradcheck_l2c.record.args import flat, op_label
-from gradcheck_l2c.record.entries import EntryRef
+from gradcheck_l2c.record.entries import entry_ref
 from gradcheck_l2c.record.events import EventLog
 from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_site
 from gradcheck_l2c.record.reach import Reachability
@@ -126,7 +126,7 @@ class WriteLog:
             return
         ident = id(out)
         snapshots = self.snapshots
-        ref = EntryRef(out, snapshots, ident)
+        ref = entry_ref(out, snapshots, ident)
         snapshots[ident] = (ref, Snapshot(key, user_site(2), version(out)))
 
     def check_snapshots(self, func: Any, args: tuple) -> None:
@@ -146,7 +146,7 @@ class WriteLog:
 def _remember(layers: dict[int, tuple[weakref.ref, Site | None]], module: Any, site: Site | None) -> None:
     """Note ``module``'s line in ``layers`` for as long as the module lives."""
     ident = id(module)
-    layers[ident] = (EntryRef(module, layers, ident), site)
+    layers[ident] = (entry_ref(module, layers, ident), site)
 
 
 def _running_layer(layers: dict[int, tuple[weakref.ref, Site | None]],

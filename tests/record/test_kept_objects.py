@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from gradcheck_l2c import trace
-from gradcheck_l2c.record.entries import EntryRef
+from gradcheck_l2c.record.entries import entry_ref
 from gradcheck_l2c.record.origins import MADE
 from gradcheck_l2c.record.stacks import user_stack
 
@@ -43,10 +43,10 @@ def test_an_entry_goes_with_its_object_and_keeps_no_closure() -> None:
     table: dict[int, tuple] = {}
     kept, dropped = nn.Linear(2, 2), nn.Linear(2, 2)
     for module in (kept, dropped):
-        table[id(module)] = (EntryRef(module, table, id(module)), "line")
+        table[id(module)] = (entry_ref(module, table, id(module)), "line")
     ident = id(dropped)
     del dropped, module
     gc.collect()
     assert ident not in table and table[id(kept)][0]() is kept
-    another = EntryRef(kept, table, -1)
+    another = entry_ref(kept, table, -1)
     assert table[id(kept)][0].__callback__ is another.__callback__  # one function for all: no closure per entry

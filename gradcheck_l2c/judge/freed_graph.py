@@ -67,11 +67,14 @@ def freed_graph_words(fact: AutogradError, name: str, call: str, said: str) -> t
                 "set; pass retain_graph=True to the earlier backward() only if gradients must flow back through "
                 "earlier iterations.")
     if fact.detail.get("reset"):
-        op = fact.detail["reset"]
+        op = fact.detail["reset"]  # an op's name (`zero_`, `__imul__`) or a layer's (`ReLU(inplace=True)`)
+        method = op.isidentifier() and op.endswith("_") and not op.startswith("_")  # `x.zero_()`, not `x *= 0`
+        arguments = "" if op == "zero_" else "..."
+        detach = f"`.{op}({arguments}).detach_()`" if method else "`.detach_()` right after this write"
         return (f"this line resets the value kept on the module (set at {fact.detail['kept_at']}) in place ({op}), "
-                f"which clears its values but keeps its graph: {earlier} backpropagated through that graph and freed it, "
-                f"and backward(){call} reached it a second time ({node}){said}.",
-                f"detach it as it is reset (`.{op.rstrip('()').split('.')[-1]}().detach_()`), or set a new tensor "
+                f"which clears its values but keeps its graph: {earlier} backpropagated through that graph and freed "
+                f"it, and backward(){call} reached it a second time ({node}){said}.",
+                f"detach it as it is reset ({detach}), or set a new tensor "
                 "without history in its place; pass retain_graph=True to the earlier backward() only if gradients "
                 "must flow back through earlier iterations.")
     if fact.detail.get("kept"):

@@ -60,3 +60,9 @@ def test_a_reset_that_detaches_is_silent(snippet):
 
 def test_a_fresh_tensor_in_place_of_the_state_is_silent(snippet):
     assert errors(snippet, "self.v_mem = torch.zeros(2, 4)")[1] == []
+
+
+def test_a_reset_by_an_operator_is_named_by_the_op_it_runs(snippet):
+    script, found = errors(snippet, "self.v_mem *= 0")
+    assert [(f.kind, f.line) for f in found] == [("autograd_error", script.line("reset"))]
+    assert "in place (mul_)" in found[0].message and ".mul_(...).detach_()" in found[0].fix

@@ -16,12 +16,14 @@ Whole programs (each in a new process, ``python prog.py`` beside ``python -m gra
 interleaved, the fastest run's wall time, the median peak RSS from ``wait4``): `fresh_leaves.py` (a fresh
 ``requires_grad=True`` leaf at every step, with the seconds per 1,000 steps at its start and end; its own
 ``--fresh-rounds``: the traced process, which allocates more, varies by up to a tenth from run to run where the
-untraced one holds within 2%, so it runs five times) and every ``tests/realworld`` program (their median ratio).
+untraced one holds within 2%, so it runs five times) and every ``tests/realworld`` program (their median ratio;
+three runs each by default: one run of a ~3 s program varies by a tenth either way, which one round passes on to half
+the ratios, and the median of single rounds read 1.06x in runs whose programs read 1.02x-1.03x over eight rounds).
 The tool's modules are byte-compiled first, as ``pip install`` compiles an installed package: an environment that sets
 ``PYTHONDONTWRITEBYTECODE`` (this one does) would otherwise have every traced process compile them from source, about
 90 ms a run that no user's installed copy pays, while torch's own modules load compiled.
 
-    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200] [--process-rounds 1] [--fresh-rounds 5]
+    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200] [--process-rounds 3] [--fresh-rounds 5]
                                         [--fresh-steps 30000] [--realworld GLOB] [--skip-processes]
 """
 from __future__ import annotations
@@ -197,7 +199,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200, help="MLP steps per measurement")
     parser.add_argument("--l2c-steps", type=int, default=2, help="L2C runs per measurement")
-    parser.add_argument("--process-rounds", type=int, default=1, help="runs of each whole program, untraced and traced")
+    parser.add_argument("--process-rounds", type=int, default=3, help="runs of each whole program, untraced and traced")
     parser.add_argument("--fresh-rounds", type=int, default=5, help="runs of fresh_leaves.py, untraced and traced")
     parser.add_argument("--fresh-steps", type=int, default=30_000, help="steps of fresh_leaves.py")
     parser.add_argument("--realworld", default="*", help="which tests/realworld programs (a glob of their names)")

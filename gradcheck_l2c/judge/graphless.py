@@ -17,6 +17,15 @@ def under_inference_mode(fact: AutogradError) -> Site | None:
     return None
 
 
+def inference_entered(fact: AutogradError) -> Site | None:
+    """The user line that entered the ``torch.inference_mode()`` block a graphless backward was refused in, when no
+    running line shows that block in its own function's text (``with context:`` of a context chosen earlier) and no
+    library object's method turned it on."""
+    if under_inference_mode(fact) is not None or fact.detail.get("owner_made") is not None:
+        return None
+    return fact.detail.get("entered")
+
+
 def under_grad_off(fact: AutogradError) -> Site | None:
     """For a backward called with gradients off, the line to run with them on: the call into the function that ran
     that backward (it computed the loss too), unless that function itself turned them off (its own ``with`` block or
@@ -46,6 +55,12 @@ def graphless_words(fact: AutogradError, name: str, call: str, said: str) -> tup
                 "make this object run those loops without inference mode (Lightning: pl.Trainer(..., "
                 "inference_mode=False), which uses torch.no_grad() instead, under which enable_grad() works), or "
                 "compute the gradient outside its loops.")
+    if inference_entered(fact) is not None:
+        what = f"`{name}`" if name != "backward()" else "its output"
+        return (f"this line entered torch.inference_mode(), and backward(){call}, which ran inside that block, found "
+                f"{what} without grad_fn: inference mode records no graph, even inside torch.enable_grad(){said}.",
+                "enter torch.no_grad() here instead of torch.inference_mode() (enable_grad() can turn recording back "
+                "on inside it), or compute the gradient outside the block.")
     what = f"`{name}`" if name != "backward()" else "its loss"
     hook = fact.detail.get("in_hook")
     if hook is not None:

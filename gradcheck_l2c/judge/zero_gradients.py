@@ -20,13 +20,17 @@ def zero_gradient_findings(run: Any, zero: list[Watched]) -> list[Finding]:
     tensors it covers."""
     findings: list[Finding] = []
     plain: list[Watched] = []
+    tests = _tests_of(run, {watched.key for watched in zero})
     for watched in zero:
         # a path of values flattened (a softmax over one element, round) zeroes a gradient that arrives; indices and
         # masks (a top-k's routing) carry none by design and zero none: a gradient that arrived came another way
         events = [e for e in run.record.events_for(watched.key)
                   if e.kind == "non_differentiable" and e.extra.get("output") not in ("integer", "bool")]
+        tested = [e for e in run.record.events_for(watched.key) if (e.site, e.detail) in tests]
         if events:
             findings.extend(run.cut_finding(e, watched.name) for e in sorted(events, key=lambda e: e.order))
+        elif tested:  # the branch a test of its own values picked left it out: the test is the line to change
+            findings.extend(run.cut_finding(e, watched.name, watched.grad_read) for e in tested)
         else:
             plain.append(watched)
     if not plain:
@@ -52,3 +56,13 @@ def zero_gradient_findings(run: Any, zero: list[Watched]) -> list[Finding]:
         count=len(plain),
     ))
     return findings
+
+
+def _tests_of(run: Any, zero: set[int]) -> set[tuple[Any, str]]:
+    """The (line, op) of the single-bool tests (``if torch.norm(b) == 0:``) computed only from tensors whose gradients
+    were exactly zero: a test of a loss that others learn from (``if loss < best:``) explains no tensor's zeros."""
+    keys: dict[tuple[Any, str], set[int]] = {}
+    for event in run.record.events("non_differentiable"):
+        if event.extra.get("test"):
+            keys.setdefault((event.site, event.detail), set()).add(event.key)
+    return {place for place, tested in keys.items() if tested <= zero}

@@ -123,7 +123,7 @@ class ErrorRecorder:
                 # enable_grad() records nothing inside inference_mode: the lines running now, for the judge to
                 # find the one under the inference_mode that turned recording off (or the library object that did)
                 detail = {"inference": tuple(site for _, _, site in user_stack(1)),
-                          "owner_made": library_owner_made(frame)}
+                          "owner_made": library_owner_made(frame), "entered": self.scope.inference_entered()}
             elif category == "graphless" and self.scope.custom_forwards:
                 # a custom Function's forward runs with grad off: the value was made there, on the line binding it
                 made = last_binding(frame.f_code, subject, call.line) if frame is not None and call is not None else None

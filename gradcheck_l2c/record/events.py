@@ -31,6 +31,7 @@ class EventExtra(TypedDict, total=False):
     requires_grad: bool  # tensor_rewrap: whether the new tensor was made with requires_grad=True
     came_from: tuple[str, Site | None] | None  # tensor_rewrap: the cut the values came through, and its line
     output: str  # non_differentiable: "bool" (a mask), "integer" (indices, a cast), "step" (round, sign), "sample"
+    test: bool  # non_differentiable: the "bool" is one element, a test that control flow reads (`if norm == 0:`)
     snapshot: Site | None  # state_dict_alias: where the stale state_dict() snapshot was taken
     outer: str  # module_in_forward: the class whose forward built the module
     built_after: int  # module_in_forward: how many optimizers had been built when it was first built

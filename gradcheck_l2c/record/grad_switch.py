@@ -1,11 +1,13 @@
 """``torch.set_grad_enabled(False)`` called as a plain call, not as a ``with`` block: gradients stay off for every line
 after it, in any function, until a later call turns them on (a model loader that turns them off for inference and
-never back on). The user line that made such a call is remembered while it holds."""
+never back on). The user line that made such a call is remembered while it holds; so is the user line that entered
+each ``torch.inference_mode`` block open now, however the block was written (``with context:`` of a context chosen
+earlier, a decorator), for a backward refused inside it."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from torch.autograd.grad_mode import set_grad_enabled
+from torch.autograd.grad_mode import inference_mode, set_grad_enabled
 
 from gradcheck_l2c.record.locations import user_site
 from gradcheck_l2c.record.state import TraceState
@@ -29,3 +31,29 @@ def install(state: TraceState, replace: Callable[[type, str, Any], None]) -> Non
 
     replace(set_grad_enabled, "__init__", switched)
     replace(set_grad_enabled, "__exit__", restored)
+    _follow_inference_blocks(state, replace)
+
+
+def _follow_inference_blocks(state: TraceState, replace: Callable[[type, str, Any], None]) -> None:
+    """Wrap ``inference_mode``'s ``__enter__`` and ``__exit__``: each block open in the traced thread is kept, with
+    its mode and the user line that entered it, until it exits (one left out of order, a generator's, is found by
+    id)."""
+    scope, blocks = state.scope, state.scope.inference_blocks
+    enter, leave = inference_mode.__dict__["__enter__"], inference_mode.__dict__["__exit__"]
+
+    def entered(self: inference_mode) -> Any:
+        out = enter(self)
+        if scope.in_trace_thread():
+            blocks.append((id(self), bool(self.mode), user_site(1)))
+        return out
+
+    def left(self: inference_mode, *args: Any) -> Any:
+        out = leave(self, *args)
+        if blocks and scope.in_trace_thread():
+            index = next((i for i in range(len(blocks) - 1, -1, -1) if blocks[i][0] == id(self)), None)
+            if index is not None:
+                del blocks[index]
+        return out
+
+    replace(inference_mode, "__enter__", entered)
+    replace(inference_mode, "__exit__", left)

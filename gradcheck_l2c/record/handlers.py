@@ -73,7 +73,9 @@ def non_differentiable(mode: Mode, func, args, kwargs, dead: list[Tensor]) -> No
     output = "bool" if all(d.dtype == torch.bool for d in dead) else "integer"  # a mask, or indices/a cast
     if output == "bool" and not caller_is_user(2):
         return  # a library's own check (torch.distributions validating its arguments): control flow, no value
-    taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=user_site(2), output=output)
+    # a single bool (``torch.norm(b) == 0``) is a test that Python control flow reads, not a mask
+    test = {"test": True} if output == "bool" and all(d.numel() == 1 for d in dead) else {}
+    taint = mode.cuts.cut("non_differentiable", op_label(func), inputs, site=user_site(2), output=output, **test)
     if taint is not None:
         taint = state.taints.merge(taint, state.taints.of_args(args, kwargs))
         for out in dead:

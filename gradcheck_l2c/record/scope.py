@@ -33,6 +33,8 @@ class Scope:
     captured: list[set[int]] = field(default_factory=list)  # per running custom forward: watched leaves it used
     module_path: list[str] = field(default_factory=list)  # with record_sites: the modules running now
     grad_switched_off: Site | None = None  # where a plain torch.set_grad_enabled(False) call left gradients off
+    # the torch.inference_mode blocks open now, innermost last: (id of the block, its mode, the user line that entered)
+    inference_blocks: list[tuple[int, bool, Site | None]] = field(default_factory=list)
     # backward passes run by other threads, which the trace does not cover: (thread, site) -> count
     untraced: dict[tuple[str, Site | None], int] = field(default_factory=dict)
     _untraced_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -44,6 +46,10 @@ class Scope:
     def in_trace_thread(self) -> bool:
         """Whether the calling thread is the one the trace covers."""
         return threading.get_ident() == self.thread
+
+    def inference_entered(self) -> Site | None:
+        """The user line that entered the innermost ``torch.inference_mode()`` block open now (None if none)."""
+        return next((site for _, on, site in reversed(self.inference_blocks) if on), None)
 
     def in_trace_process(self) -> bool:
         """False in a child forked while the trace ran (it reports nothing)."""

@@ -15,9 +15,10 @@ from torch import nn
 
 from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.entries import entry_ref
-from gradcheck_l2c.record.locations import USER, Site, frame_kind
+from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame
 from gradcheck_l2c.record.module_flags import ModuleFlags
 from gradcheck_l2c.record.source_sites import module_site
+from gradcheck_l2c.record.stacks import StackEntry, user_stack
 from gradcheck_l2c.record.torch_internals import version
 from gradcheck_l2c.record.watch import WatchRegistry
 
@@ -45,7 +46,8 @@ class UnregisteredLog:
 
     def __init__(self) -> None:
         self.found: dict[tuple[str, str], Unregistered] = {}
-        self._fresh: dict[int, tuple[weakref.ref, str, int]] = {}  # id -> (tensor, factory, version when made)
+        #: id -> (tensor, factory, version when made, the user frames then if a module's ``__init__`` ran)
+        self._fresh: dict[int, tuple[weakref.ref, str, int, tuple[StackEntry, ...]]] = {}
         #: id of a fresh tensor user code put on a module, or of a view made from it without grad (``.t()``)
         #: -> (that tensor, the module, the id of the fresh tensor)
         self.held: dict[int, tuple[weakref.ref, weakref.ref, int]] = {}
@@ -71,9 +73,11 @@ class UnregisteredLog:
             self.found[(type(module).__name__, name)] = Unregistered(site, "buffer", None, frozenset({key}))
 
     def made(self, tensor: torch.Tensor, factory: str) -> None:
-        """An initialising factory made a plain floating-point tensor (kept while it lives)."""
+        """An initialising factory made a plain floating-point tensor (kept while it lives), with the user frames
+        then when a module's ``__init__`` runs (a weight a helper of its ``build()`` made, kept in a plain list)."""
         ident, fresh = id(tensor), self._fresh
-        fresh[ident] = (entry_ref(tensor, fresh, ident), factory, version(tensor))
+        stack = user_stack(2) if constructing_module(user_frame(2)) is not None else ()
+        fresh[ident] = (entry_ref(tensor, fresh, ident), factory, version(tensor), stack)
 
     def assigned(self, module: nn.Module, value: torch.Tensor) -> None:
         """User code put a plain tensor on a module: if a factory made it, watch how its module uses it."""
@@ -171,7 +175,8 @@ class UnregisteredLog:
 
     def plain_attribute(self, registry: WatchRegistry, tensor: torch.Tensor, symptom: Site | None) -> None:
         """A tensor that never required grad was treated as learnable (its ``.grad`` read, or handed to
-        an optimizer): if a module holds it as a plain attribute, that assignment is the bug.
+        an optimizer): if a module holds it as a plain attribute, or in a plain list, tuple or dict attribute, that
+        assignment is the bug (for an item, the line of the module's own code that made it, when known).
 
         A tensor no module holds is remembered so until an attribute is set, a buffer registered or a module first
         seen: a loop that logs the gradients of parameters frozen before the trace reads them at every step, and
@@ -184,15 +189,37 @@ class UnregisteredLog:
             for module in root.modules():
                 buffers = dict(module.named_buffers(recurse=False))  # a buffer is no parameter either
                 for attr, value in (*vars(module).items(), *buffers.items()):
-                    if value is tensor and not attr.startswith("_"):
+                    if attr.startswith("_"):
+                        continue
+                    item = value is not tensor and type(value) in (list, tuple, dict) and _holds(value, tensor)
+                    if value is tensor or item:
                         entry = registry.assigned.get((id(module), attr))
                         site = entry[1] if entry is not None and entry[0]() is module else None
-                        problem = "plain buffer" if attr in buffers else "plain"
+                        if item:
+                            site = self._made_in(tensor, type(module)) or site
+                            problem = f"plain {type(value).__name__}"
+                        else:
+                            problem = "plain buffer" if attr in buffers else "plain"
                         self.found[(type(module).__name__, attr)] = Unregistered(site, problem, symptom)
                         return
         if len(self._not_held) >= _NOT_HELD:
             self._not_held.clear()
         self._not_held[id(tensor)] = (weakref.ref(tensor), stamp)
+
+    def _made_in(self, tensor: torch.Tensor, holder: type) -> Site | None:
+        """The line of ``holder``'s own methods (its class's or a base's) that made the fresh ``tensor``, if a
+        factory made it while a module's ``__init__`` ran."""
+        made = self._fresh.get(id(tensor))
+        if made is None or made[0]() is not tensor or not made[3]:
+            return None
+        codes = {getattr(function, "__code__", None) for cls in holder.__mro__ for function in vars(cls).values()}
+        return next((site for _, code, site in made[3] if code in codes), None)
+
+
+def _holds(container: list | tuple | dict, tensor: torch.Tensor) -> bool:
+    """Whether a plain container holds ``tensor`` itself among its first items."""
+    items = container.values() if type(container) is dict else container
+    return any(item is tensor for _, item in zip(range(_LOOKED_AT), items))
 
 
 #: Tensors remembered as held by no module at most (a script reading ``.grad`` of a new plain tensor at every step)

@@ -638,6 +638,23 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
+    # Batch 56, first pass on 35188b7 (tests/cases/README.md): what the tool said instead.
+    "b56b_torchrec_dlrm_fused_optimizer":
+        "first pass and now: no_update w :95, the SGD the script's stand-in for DistributedModelParallel builds for the "
+        "fused tables and never steps; the case names the user's optimizer (:112), which the fix combines with it",
+    "b56c_matgl_test_inference_mode":
+        "first pass: autograd_error e :54, 'no cut the trace saw explains why'; now no_grad e :118, the `with context:` "
+        "that entered inference mode in the script's stand-in for Lightning's Trainer.test; the case names the "
+        "Trainer(...) call (:142), where the fix passes inference_mode=False",
+    "b56d_torch_points3d_pointnet_built_in_set_input":
+        "first pass and now: nothing; the optimizer refuses the empty parameter list before set_input builds the "
+        "layers (:87), a line that never runs",
+    "b56e_gpytorch_test_cache_backward_twice":
+        "first pass and now: autograd_error e :96, the line that keeps the predictive cache on the model (made at :54, "
+        "`defined`); the case names the line that computes it (:54), where the fix detaches it",
+    "b56e_pyro_module_outside_model_not_trained":
+        "first pass and now: nothing; no optimizer is ever built (the script's SVI steps only the parameters its trace "
+        "saw), and the module's gradients are never read; the case names pyro.module(...) outside the model (:98)",
     # Batch 54, first pass on e89c327 (tests/cases/README.md): what the tool said instead.
     "b54a_raft_altcorr_no_autograd":
         "first pass and now: no_grad e :40, the no_grad block the script's stand-in for the CUDA kernel computes in; "

@@ -11,7 +11,7 @@ another finding already explains (`inplace_saved`, the cuts of a graphless loss,
 from __future__ import annotations
 
 from gradcheck_l2c.judge.freed_graph import freed_graph_words
-from gradcheck_l2c.judge.graphless import graphless_words, under_grad_off, under_inference_mode
+from gradcheck_l2c.judge.graphless import graphless_words, inference_entered, under_grad_off, under_inference_mode
 from gradcheck_l2c.judge.view_writes import (detach_view_words, function_view_words, inplace_leaf_words,
                                              multi_view_words, nograd_view_words)
 from gradcheck_l2c.judge.grad_mode_site import grad_disabled_at
@@ -33,7 +33,7 @@ def scan(run) -> list[Finding]:
         # gradients were off because a library object's loop turned inference mode on, or a caller turned them off
         # around the backward: a no_grad cut, made there
         kind = "no_grad" if where is not None and (where == fact.detail.get("owner_made") or
-                                                   where == under_grad_off(fact) or
+                                                   where == inference_entered(fact) or where == under_grad_off(fact) or
                                                    (fact.detail.get("in_hook") and where == fact.cause)) else KIND
         found.append(run.finding(kind, "error", name, where, message, fix, fact.count,
                                  related={"symptom": fact.call, "defined": fact.detail.get("inner")}))
@@ -44,7 +44,8 @@ def note(fact: AutogradError) -> str | None:
     """The note added to PyTorch's error: the line to change, what happened there, and the fix."""
     if fact.category in ("ddp", "other", "inplace_saved") or (fact.category == "graphless" and under_inference_mode(
             fact) is None and not fact.detail.get("frozen") and not fact.detail.get("forward_of")
-            and not fact.detail.get("owner_made") and not fact.detail.get("bound_here")
+            and not fact.detail.get("owner_made") and not fact.detail.get("entered")
+            and not fact.detail.get("bound_here")
             and not fact.detail.get("grad_off") and not fact.detail.get("in_hook")):
         return None  # nothing the trace adds to the message itself (the graphless and in-place notes are elsewhere)
     message, fix = words(fact, fact.subject)
@@ -56,10 +57,10 @@ def note(fact: AutogradError) -> str | None:
 def place(fact: AutogradError) -> Site | None:
     """The line to change: a caller's ``with torch.inference_mode():`` around the making of an inference tensor
     saved for backward; else the recorded cause; for a backward refused inside ``torch.inference_mode()``, the
-    innermost running line under the ``inference_mode`` that turned recording off, or the line that made the
-    library object whose method turned it on; else PyTorch's call."""
+    innermost running line under the ``inference_mode`` that turned recording off, the line that made the library
+    object whose method turned it on, or the line that entered it; else PyTorch's call."""
     return (_inference_block(fact) or fact.cause or under_inference_mode(fact) or fact.detail.get("owner_made")
-            or under_grad_off(fact) or fact.call)
+            or inference_entered(fact) or under_grad_off(fact) or fact.call)
 
 
 def _differentiated_again(run, fact: AutogradError) -> Site | None:

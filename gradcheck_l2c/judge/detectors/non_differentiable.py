@@ -19,6 +19,13 @@ _COMPARISONS = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "greater": ">", "l
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:
     op = event.detail
+    if event.extra.get("test"):
+        return (f"`{op}` turns a value computed from {tensor} into a single bool that the code then tests (an `if`, "
+                f"a `bool()`): a test carries no gradient, and the branch it picked computed the loss without "
+                f"{tensor}, so no gradient reaches {tensor} through this line.",
+                "test something that is not computed from the tensor (whether it was given: `if x is None:`), or, "
+                "where the test must stay, compute both branches and pick with torch.where(test, a, b), which keeps "
+                "the gradient of the one it picks.")
     if event.extra.get("output") == "constant":
         return (f"`{op}` was taken over a dimension of size 1, so its output is a constant ({op} of one value "
                 f"is {'0' if 'log' in op else '1'}) and no gradient reaches {tensor} through it.",

@@ -31,6 +31,18 @@ def scan(run) -> list[Finding]:
                 related={"symptom": symptom},
             ))
             continue
+        if problem.startswith("plain "):  # a plain list, tuple or dict of tensors that never required grad
+            container = problem.split()[1]
+            held = "ParameterDict" if container == "dict" else "ParameterList"
+            found.append(run.finding(
+                KIND, "error", name, site,
+                f"{name} is a plain {container} of tensors, not of nn.Parameters (requires_grad=False): backward "
+                "never gives them a gradient, and an optimizer never changes them.",
+                f"make each an nn.Parameter(...) and hold them in an nn.{held} (self.{attr} = nn.{held}(...)), "
+                "so that parameters() and the optimizer see them.",
+                related={"symptom": symptom},
+            ))
+            continue
         if problem == "initialised":
             found.append(run.finding(
                 KIND, "error", name, site,

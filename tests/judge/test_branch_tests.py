@@ -49,7 +49,8 @@ def problems(snippet, test: str):
 def test_a_test_of_the_weights_own_values_is_named_when_its_gradient_stays_zero(snippet):
     script, found = problems(snippet, "shape is None or bool(torch.norm(shape) == 0)")
     assert [(f.kind, f.line) for f in found] == [("non_differentiable", script.line("test"))]
-    assert "single bool that the code then tests" in found[0].message and "torch.where" in found[0].fix
+    assert "`==` turns a value computed from shape into a single bool that the code then tests" in found[0].message
+    assert "torch.where" in found[0].fix
     assert any(r.role == "symptom" and r.line == script.line("read") for r in found[0].related)
 
 

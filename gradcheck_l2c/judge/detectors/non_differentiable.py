@@ -15,12 +15,15 @@ _INDICES = frozenset(("argmax", "argmin", "argsort", "topk", "sort", "max", "min
 
 _COMPARISONS = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "greater": ">", "less": "<", "greater_equal": ">=",
                 "less_equal": "<="}
+_EQUALITIES = {"eq": "==", "ne": "!=", "not_equal": "!="}
 
 
 def describe(event: Event, tensor: str) -> tuple[str, str]:
     op = event.detail
     if event.extra.get("test"):
-        return (f"`{op}` turns a value computed from {tensor} into a single bool that the code then tests (an `if`, "
+        name = op.strip("_")
+        shown = _COMPARISONS.get(name) or _EQUALITIES.get(name) or op
+        return (f"`{shown}` turns a value computed from {tensor} into a single bool that the code then tests (an `if`, "
                 f"a `bool()`): a test carries no gradient, and the branch it picked computed the loss without "
                 f"{tensor}, so no gradient reaches {tensor} through this line.",
                 "test something that is not computed from the tensor (whether it was given: `if x is None:`), or, "

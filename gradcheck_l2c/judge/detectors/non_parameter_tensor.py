@@ -20,28 +20,9 @@ def scan(run) -> list[Finding]:
         name = f"{owner}.{attr}"
         if not run.wants(name, attr):
             continue
-        if problem in ("plain", "plain buffer"):
-            what = "a buffer (register_buffer)" if problem == "plain buffer" else "a plain tensor attribute"
-            found.append(run.finding(
-                KIND, "error", name, site,
-                f"{name} is {what}, not an nn.Parameter (requires_grad=False): backward never gives it a gradient, "
-                "and an optimizer never changes it.",
-                f"make it a parameter: self.{attr} = nn.Parameter(...)"
-                + (" instead of registering a buffer." if problem == "plain buffer" else "."),
-                related={"symptom": symptom},
-            ))
-            continue
-        if problem.startswith("plain "):  # a plain list, tuple or dict of tensors that never required grad
-            container = problem.split()[1]
-            held = "ParameterDict" if container == "dict" else "ParameterList"
-            found.append(run.finding(
-                KIND, "error", name, site,
-                f"{name} is a plain {container} of tensors, not of nn.Parameters (requires_grad=False): backward "
-                "never gives them a gradient, and an optimizer never changes them.",
-                f"make each an nn.Parameter(...) and hold them in an nn.{held} (self.{attr} = nn.{held}(...)), "
-                "so that parameters() and the optimizer see them.",
-                related={"symptom": symptom},
-            ))
+        if problem.startswith("plain"):  # a tensor that never required grad, which the script treats as learnable
+            found.append(run.finding(KIND, "error", name, site, *_plain_words(problem, name, attr),
+                                     related={"symptom": symptom}))
             continue
         if problem == "initialised":
             found.append(run.finding(
@@ -100,3 +81,19 @@ def scan(run) -> list[Finding]:
             fix = f"use nn.ParameterList / nn.ParameterDict for self.{attr} (nested: nn.ModuleDict of them)."
         found.append(run.finding(KIND, "warning", name, site, message, fix))
     return found
+
+
+def _plain_words(problem: str, name: str, attr: str) -> tuple[str, str]:
+    """Message and fix for a plain tensor attribute, a buffer, or a plain list, tuple or dict of tensors."""
+    if problem in ("plain", "plain buffer"):
+        what = "a buffer (register_buffer)" if problem == "plain buffer" else "a plain tensor attribute"
+        return (f"{name} is {what}, not an nn.Parameter (requires_grad=False): backward never gives it a gradient, "
+                "and an optimizer never changes it.",
+                f"make it a parameter: self.{attr} = nn.Parameter(...)"
+                + (" instead of registering a buffer." if problem == "plain buffer" else "."))
+    container = problem.split()[1]
+    held = "ParameterDict" if container == "dict" else "ParameterList"
+    return (f"{name} is a plain {container} of tensors, not of nn.Parameters (requires_grad=False): backward never "
+            "gives them a gradient, and an optimizer never changes them.",
+            f"make each an nn.Parameter(...) and hold them in an nn.{held} (self.{attr} = nn.{held}(...)), so that "
+            "parameters() and the optimizer see them.")

@@ -45,33 +45,17 @@ class _Marker:
     __slots__ = ("__weakref__",)
 
 
-class _Term:
-    """One scalar: its node while it lives, the line that made it, and whether it was read (logged, printed,
-    detached) or differentiated; once dead, where it died and whether its node went with it."""
+class _Term(weakref.ref):
+    """One scalar, weakly held (its death calls `DroppedTerms.died`): its node while it lives, the line that made it,
+    and whether it was read (logged, printed, detached) or differentiated; once dead, where it died and whether its
+    node went with it. One object per scalar, its fields set by `DroppedTerms.made`: a loop makes a loss per step."""
 
-    __slots__ = ("terms", "key", "node", "made", "code", "window", "whole", "read", "ran", "dropped", "returned",
-                 "late", "sequence", "op", "below", "marker", "keys")
+    __slots__ = ("key", "node", "made", "code", "window", "whole", "read", "ran", "dropped", "returned", "late",
+                 "sequence", "op", "below", "marker", "keys")
 
-    def __init__(self, terms: DroppedTerms, key: int, node: Any, made: Site, code: Any, window: int,
-                 whole: bool) -> None:
-        self.terms, self.key, self.node, self.made, self.code = terms, key, node, made, code
-        self.whole = whole  # a custom Function's output: discarded at its own line, it is no temporary read there
-        self.window = window  # the backwards that had ended when it was made: the next one is its own
-        self.sequence = sequence_nr(node) or -1  # its node's place in the order autograd made them (-1: unknown)
-        self.read = False
-        self.ran = False  # a backward ran through its node: as its root, or summed into its loss (`__call__`)
-        self.dropped: Site | None = None
-        self.returned: str | None = None  # it died as a function returned: the name of the function that made it
-        self.late = False  # it died after its own step's backward
-        self.op, self.below, self.marker = "", (), None
-        self.keys: frozenset[int] = frozenset()
-
-    def __call__(self, *_: Any) -> None:
+    def ran_through(self, *_: Any) -> None:
         """The node's pre-hook: a backward runs through it. Returns None, so gradients stay as they are."""
         self.ran = True
-
-    def died(self, _reference: Any) -> None:
-        self.terms.died(self)
 
 
 @dataclass(frozen=True)
@@ -94,7 +78,8 @@ class DroppedTerms:
 
     def __init__(self, registry: WatchRegistry) -> None:
         self.registry = registry
-        self.live: dict[int, tuple[weakref.ref, _Term]] = {}
+        self.live: dict[int, _Term] = {}
+        self._on_death = self.died  # every term's death callback: one bound method, made once
         self.dying: list[_Term] = []  # died unread: did their nodes go with them?
         self.waiting: list[_Term] = []  # their nodes went: for the next backward to judge
         self.found: dict[tuple[Site, Site], tuple[DroppedTerm, int]] = {}
@@ -117,8 +102,8 @@ class DroppedTerms:
         if self.dying:
             self._settle()
         key = id(out)
-        entry = self.live.get(key)
-        if entry is not None and entry[0]() is out:
+        term = self.live.get(key)
+        if term is not None and term() is out:
             return
         frame: FrameType | None = sys._getframe(2)
         makers = self._makers
@@ -137,8 +122,15 @@ class DroppedTerms:
         node = out.grad_fn
         if node is None:
             return
-        term = _Term(self, key, node, frame_site(frame), frame.f_code, self.backwards, whole)
-        self.live[key] = (weakref.ref(out, term.died), term)
+        term = _Term(out, self._on_death)
+        term.key, term.node, term.made, term.code = key, node, frame_site(frame), frame.f_code
+        term.window = self.backwards  # the backwards that had ended when it was made: the next one is its own
+        term.whole = whole  # a custom Function's output: discarded at its own line, it is no temporary read there
+        term.read = term.ran = term.late = False  # ran: a backward ran through its node (its root, or summed into it)
+        term.sequence = -1  # its node's place in the order autograd made them (-1: unknown), read once needed
+        term.dropped = term.returned = term.marker = None  # where it died; the function it died returning from
+        term.op, term.below, term.keys = "", (), frozenset()
+        self.live[key] = term
         self.fresh.append(term)
         if not self.backwards:
             self._before_backward(term.made, node)
@@ -150,13 +142,7 @@ class DroppedTerms:
         if seen is not None:
             self.undifferentiated[made] = (seen[0] + 1, seen[1])
         elif len(self.undifferentiated) < _UNDIFFERENTIATED:
-            self.undifferentiated[made] = (1, self._watched_below([node]))
-
-    def _watched_below(self, roots: list[Any]) -> frozenset[int]:
-        """The watched leaves among the nodes nearest ``roots`` (a term's graph, its first ``_LEAVES`` nodes)."""
-        key_of = self.registry.key_of
-        return frozenset(k for k in (key_of(n.variable) for n in graph.iter_nodes(roots, _LEAVES)
-                                     if hasattr(n, "variable")) if k is not None)
+            self.undifferentiated[made] = (1, _watched_below(self.registry, [node]))
 
     def backward_starts(self, roots: Any) -> None:
         """A backward is about to run from ``roots`` (a tuple of tensors): a live term it starts from is
@@ -165,7 +151,10 @@ class DroppedTerms:
         fresh, self.fresh = self.fresh, []
         if not fresh:
             return
-        starts = {id(root.grad_fn) for root in roots if isinstance(root, torch.Tensor)} if roots else ()
+        starts = set()  # a loop, not a set comprehension: one call fewer at every backward
+        for root in roots or ():
+            if isinstance(root, torch.Tensor):
+                starts.add(id(root.grad_fn))
         for term in fresh:
             node = term.node
             if node is None or term.read:
@@ -174,18 +163,18 @@ class DroppedTerms:
                 term.ran = True
                 continue
             try:
-                node.register_prehook(term)
+                node.register_prehook(term.ran_through)
             except RuntimeError:  # a node that takes no hooks: nothing to tell of it
                 term.read = True  # never told, as if read
 
     def read(self, tensor: torch.Tensor) -> None:
         """User code read the values of ``tensor`` (``.item()``, printed, detached, under no_grad): a logged number,
         not a dropped term; so are the live terms it was computed from."""
-        entry = self.live.get(id(tensor))
-        if entry is not None and entry[0]() is tensor:
-            entry[1].read = True
+        term = self.live.get(id(tensor))
+        if term is not None and term() is tensor:
+            term.read = True
         node = getattr(tensor, "grad_fn", None)
-        unread = {t.sequence: t for _, t in self.live.values() if not t.read} if node is not None else None
+        unread = {sequence_nr(t.node) or -1: t for t in self.live.values() if not t.read} if node is not None else None
         if unread:  # a value computed from live terms was read (a ratio of two losses, detached): they were used
             for below in _nearest(node, _READ):
                 term = unread.get(sequence_nr(below))
@@ -199,7 +188,8 @@ class DroppedTerms:
         node, term.node = term.node, None
         if term.read or term.ran or node is None:
             return
-        frame = user_frame(2)
+        term.sequence = sequence_nr(node) or -1
+        frame = user_frame(1)  # the frame the scalar died in, whose release of it called this
         if frame is None:
             return
         term.dropped = frame_site(frame)
@@ -231,7 +221,7 @@ class DroppedTerms:
             self.inside.update(order for order in map(sequence_nr, roots) if order is not None)
             if taken or self.told.get(term.made, 0) >= _TOLD:
                 continue
-            term.keys = self._watched_below(roots)
+            term.keys = _watched_below(self.registry, roots)
             if not term.keys:
                 continue
             if term.window == self.backwards:
@@ -251,11 +241,11 @@ class DroppedTerms:
         self.inside.clear()
         waiting, self.waiting = self.waiting, []
         suspects = self.suspects and any(t.made in self.suspects and not t.read and t.window + 1 == self.backwards
-                                         for _, t in self.live.values())
+                                         for t in self.live.values())
         if not (waiting or suspects) or not reached:
             return
         loss = self.live.get(id(roots[0])) if len(roots) == 1 else None
-        step = (_forward_began(roots), loss[1].made if loss is not None and loss[0]() is roots[0] else None)
+        step = (_forward_began(roots), loss.made if loss is not None and loss() is roots[0] else None)
         self.steps[self.backwards] = step
         for old in [n for n in self.steps if n <= self.backwards - _STEPS]:
             del self.steps[old]
@@ -275,12 +265,19 @@ class DroppedTerms:
 
     def end(self) -> None:
         """The trace ends: forget the live scalars (their references go, so no callback comes) and the dead ones."""
-        for _, term in self.live.values():
+        for term in self.live.values():
             term.node = None  # the node's pre-hook holds the term: the cycle through torch's C++ goes
         self.live.clear()
         for term in self.dying:
             term.below = ()
         self.dying, self.waiting, self.fresh = [], [], []
+
+
+def _watched_below(registry: WatchRegistry, roots: list[Any]) -> frozenset[int]:
+    """The watched leaves among the nodes nearest ``roots`` (a term's graph, its first ``_LEAVES`` nodes)."""
+    key_of = registry.key_of
+    return frozenset(k for k in (key_of(n.variable) for n in graph.iter_nodes(roots, _LEAVES)
+                                 if hasattr(n, "variable")) if k is not None)
 
 
 def _passes(filename: str) -> bool | None:

@@ -1,7 +1,12 @@
 """A ``.grad`` read that found None where the script then died on it (a TypeError or AttributeError on None): a loop
 over every parameter reading the gradient of one that does not require grad (a pruning mask, a frozen layer) or of
-one the loss never uses, or a gradient zeroed by hand before the first backward gave one."""
+one the loss never uses, or a gradient zeroed by hand before the first backward gave one. Or reads that skipped
+such a None, where the script died on a size: gradients gathered after each of several backwards, of which only
+later ones reached that tensor (a coefficient only one loss term uses, among a network's parameters)."""
 from __future__ import annotations
+
+import math
+import re
 
 from gradcheck_l2c.records import Finding
 
@@ -35,3 +40,28 @@ def crashed_read(run) -> list[Finding]:
         KIND, "warning", tensor, read.site,
         f"none of the {read.before} backwards before this line gave {tensor} a gradient (it takes no part in their "
         "losses), so its .grad was None and the script died here on it.", SKIP)]
+
+
+def uneven_gathers(run) -> list[Finding]:
+    """The tensor whose ``.grad`` was read None after a backward that did not reach it, skipped, and given a gradient by
+    a later backward, when the script died on a size that differs from another by that tensor's: it is in the graphs
+    of only some of the losses whose gradients the script gathers one backward at a time."""
+    reads, error = run.record.empty_reads.uneven
+    sizes = [int(number) for number in re.findall(r"(?:\[|\(|size )(\d+)", error)]  # not "entry 2", "dimension 0"
+    for read in reads:
+        if read.key not in run.keys or run.record.missed(read.key):
+            continue
+        watched, tensor = run.record.watched_at(read.key), run.name(read.key)
+        # it was reached later, and two sizes the error names differ by its own: the vectors without it and with it
+        if not watched.ever_grad or not any(b - a == math.prod(watched.shape) for a in sizes for b in sizes):
+            continue
+        runs = "the backward" if read.before == 1 else f"the {read.before} backwards"
+        return [run.finding(
+            "unused_parameter", "error", tensor, watched.site,
+            f"{runs} before the read at {read.site} did not reach {tensor}: it takes part only in the losses of later "
+            "backwards, so its .grad was None there, and the gradients gathered after each backward differ in length "
+            f"(the script died on that: {error}).",
+            "keep it out of the tensors whose gradients are gathered after each backward (step it with an optimizer "
+            "of its own, or keep it on the loss that uses it), or gather a zero gradient where a backward leaves it "
+            "None (torch.zeros_like(p) instead of skipping it).", related={"symptom": read.site})]
+    return []

@@ -11,7 +11,9 @@ schedule whose freezing loop or name filter caught a layer it should not have.
 Kept by their line as well, to explain a crash there (the script dying on the None with a TypeError or AttributeError):
 reads through a loop variable of a leaf that does not require grad (a hand-written update or clipping over every
 parameter, ``p -= lr * p.grad``, with a frozen mask among them), and any read of a watched tensor no backward had
-reached yet (``w.grad.zero_()`` before the first backward, a clipping loop over a layer the loss never uses).
+reached yet (``w.grad.zero_()`` before the first backward, a clipping loop over a layer the loss never uses). A script
+that skipped those None and died on a size keeps the latter all (`EmptyReads.uneven`): gradients gathered after each of
+several backwards (one per loss term) differ in length when a tensor is in the graphs of only some of them.
 """
 from __future__ import annotations
 
@@ -64,6 +66,8 @@ class EmptyReads:
         self.designed: set[int] = set()  # watched keys switched off inside a module's constructor
         self.none_reads: dict[tuple[str, int], NoneRead] = {}  # by the read's file and line: the latest there
         self.crashed: NoneRead | None = None  # the read at the line where the script died on a None
+        # the reads of watched tensors no backward had reached yet, and the error, when the script died on a size
+        self.uneven: tuple[list[NoneRead], str] = ([], "")
 
     def built_frozen(self, key: int | None) -> None:
         """The watched tensor ``key`` was switched off inside a module's ``__init__``: frozen by the model's design."""
@@ -106,8 +110,14 @@ class EmptyReads:
 
     def raised(self, error: BaseException | None) -> None:
         """The script died with ``error``: a TypeError or AttributeError on None at a line where a kept read found
-        ``.grad`` None comes from that read (the innermost such line of the traceback)."""
-        if not self.none_reads or not isinstance(error, (TypeError, AttributeError)) or "NoneType" not in str(error):
+        ``.grad`` None comes from that read (the innermost such line of the traceback); a RuntimeError on a size may
+        come from reads that skipped a None (`uneven`)."""
+        if not self.none_reads:
+            return
+        if isinstance(error, RuntimeError) and "size" in str(error):  # "stack expects each tensor to be equal size"
+            self.uneven = [read for read in self.none_reads.values() if read.key is not None and read.before], \
+                str(error).splitlines()[0]
+        if not isinstance(error, (TypeError, AttributeError)) or "NoneType" not in str(error):
             return
         entry = error.__traceback__
         while entry is not None:

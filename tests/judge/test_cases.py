@@ -638,6 +638,23 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
+    # Batch 57, first pass on 2b296db (tests/cases/README.md): what the tool said instead.
+    "b57a_torch_prune_remove_lstm_flat_weights":
+        "first pass and now: autograd_error e :39, the line of the script's stand-in for RNNBase.__setattr__ that keeps "
+        "the masked weight (made at :75) the LSTM runs from, whose graph the first backward freed; the case names "
+        "prune.remove's register_parameter (:99), which the fix turns into a setattr that refreshes that list",
+    "b57d_accelerate_fsdp_optimizer_before_prepare":
+        "first pass and now: optimizer w :121 for the flat parameter the AdamW built there does not hold, at the case's "
+        "line but without its symptom (:131, the .grad read of an original weight, related to the detach and "
+        "new_parameter errors at :42 and :44 inside the script's stand-in for FSDP's flattening)",
+    "b57e_flowfactory_lora_skip_frozen":
+        "first pass and now: autograd_error e :168, the requires_grad_(False) that froze every parameter of the "
+        "transformer before the refused backward; the case names the `continue` (:185) of the branch that skips "
+        "re-applying LoRA, where the fix switches the adapter's parameters back on",
+    "b57e_unsloth_lmhead_lora_bypassed":
+        "first pass and now: unused_parameter e :28 and :29, lm_head's LoRA factors, whose module the forward never "
+        "calls (it reads lm_head.weight, the frozen base weight); the case names the list of modules redirected to "
+        "modules_to_save (:138), where the fix adds lm_head",
     # Batch 56, first pass on 35188b7 (tests/cases/README.md): what the tool said instead.
     "b56b_torchrec_dlrm_fused_optimizer":
         "first pass and now: no_update w :95, the SGD the script's stand-in for DistributedModelParallel builds for the "

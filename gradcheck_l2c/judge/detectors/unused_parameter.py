@@ -1,6 +1,7 @@
 """`unused_parameter`: the watched tensor never took part in computing any loss."""
 from __future__ import annotations
 
+from gradcheck_l2c.judge.crashed_reads import uneven_gathers
 from gradcheck_l2c.record.facts import Site
 from gradcheck_l2c.records import Finding
 
@@ -138,7 +139,7 @@ def scan(run) -> list[Finding]:
             f"{watched.name} never took part in computing a loss{where}.",
             fix, related={"used": used},
         ))
-    return found
+    return found + uneven_gathers(run)
 
 
 class _Families:

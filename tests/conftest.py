@@ -33,9 +33,16 @@ class Snippet:
     def run(self, watch=None, **kwargs) -> Trace:
         namespace = {"__name__": "__main__", "__file__": str(self.path)}
         with trace(watch=watch, **kwargs) as t:
+            self.traced = t
             exec(compile(self.code, str(self.path), "exec"), namespace)
         t.namespace = namespace
         return t
+
+    def raising(self, error: type[BaseException], match: str) -> Trace:
+        """Run it under a trace that sees it die with ``error`` matching ``match`` (as the command line's does)."""
+        with pytest.raises(error, match=match):
+            self.run()
+        return self.traced
 
 
 @pytest.fixture

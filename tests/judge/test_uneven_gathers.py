@@ -5,9 +5,6 @@ names that parameter where it is made, with the read that found its gradient Non
 for it is silent, and so is a size error whose sizes do not differ by that parameter's."""
 from __future__ import annotations
 
-import pytest
-
-from gradcheck_l2c import trace
 
 PER_TERM = """
 import torch
@@ -59,11 +56,8 @@ UNRELATED = PER_TERM.replace("    direction = torch.stack(vectors).mean(0)  # <-
 
 
 def _raising(script):
-    """The findings of ``script``, run under a trace that sees it die on a size (as the command line's does)."""
-    with pytest.raises(RuntimeError, match="size"):
-        with trace() as traced:
-            exec(compile(script.code, str(script.path), "exec"), {"__name__": "__main__"})
-    return [f for f in traced.findings if f.severity in ("error", "warning")]
+    """The errors and warnings of ``script``, which dies on a size."""
+    return [f for f in script.raising(RuntimeError, "size").findings if f.severity in ("error", "warning")]
 
 
 def test_a_parameter_only_one_term_uses_is_named_where_it_is_made(snippet):

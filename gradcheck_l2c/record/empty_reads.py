@@ -11,9 +11,9 @@ schedule whose freezing loop or name filter caught a layer it should not have.
 Kept by their line as well, to explain a crash there (the script dying on the None with a TypeError or AttributeError):
 reads through a loop variable of a leaf that does not require grad (a hand-written update or clipping over every
 parameter, ``p -= lr * p.grad``, with a frozen mask among them), and any read of a watched tensor no backward had
-reached yet (``w.grad.zero_()`` before the first backward, a clipping loop over a layer the loss never uses). A script
-that skipped those None and died on a size keeps the latter all (`EmptyReads.uneven`): gradients gathered after each of
-several backwards (one per loss term) differ in length when a tensor is in the graphs of only some of them.
+reached yet (``w.grad.zero_()`` before the first backward, a clipping loop over a layer the loss never uses). Where the
+script skipped such a None and died on a size, all reads of the second kind are kept (`EmptyReads.uneven`): gradients
+gathered after each of several backwards (one per loss term) differ in length when a tensor is in only some graphs.
 """
 from __future__ import annotations
 

@@ -9,8 +9,10 @@ would give each configuration the same neighbour, whose garbage and warm caches 
 each configuration's fastest round is used, as ``timeit`` advises: what else runs on a shared machine only ever adds
 time, in bursts that can cover most of one configuration's rounds and few of another's (a median then moved a ratio
 by a fifth from one run to the next). Each round times whole steps, so a cost the tool pays every so many steps is in
-each of them. The last columns are ``--nan`` and ``--grad-stats`` (gradient norms after each backward, the update of
-each optimizer step) over plain tracing.
+each of them; an L2C measurement times four runs after one unmeasured run in its trace (one run of ~0.3 s read
+278-433 ms untraced within one process here: with two runs a measurement, the L2C ratio read 1.08x-1.18x between
+full runs of one version). The last columns are ``--nan`` and ``--grad-stats`` (gradient norms after each backward,
+the update of each optimizer step) over plain tracing.
 
 Whole programs (each in a new process, ``python prog.py`` beside ``python -m gradcheck_l2c trace prog.py``,
 interleaved, the fastest run's wall time, the median peak RSS from ``wait4``): `fresh_leaves.py` (a fresh
@@ -23,8 +25,8 @@ The tool's modules are byte-compiled first, as ``pip install`` compiles an insta
 ``PYTHONDONTWRITEBYTECODE`` (this one does) would otherwise have every traced process compile them from source, about
 90 ms a run that no user's installed copy pays, while torch's own modules load compiled.
 
-    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200] [--process-rounds 3] [--fresh-rounds 5]
-                                        [--fresh-steps 30000] [--realworld GLOB] [--skip-processes]
+    python benchmarks/trace_overhead.py [--rounds 5] [--steps 200] [--l2c-steps 4] [--process-rounds 3]
+                                        [--fresh-rounds 5] [--fresh-steps 30000] [--realworld GLOB] [--skip-processes]
 """
 from __future__ import annotations
 
@@ -198,7 +200,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200, help="MLP steps per measurement")
-    parser.add_argument("--l2c-steps", type=int, default=2, help="L2C runs per measurement")
+    parser.add_argument("--l2c-steps", type=int, default=4, help="L2C runs per measurement")
     parser.add_argument("--process-rounds", type=int, default=3, help="runs of each whole program, untraced and traced")
     parser.add_argument("--fresh-rounds", type=int, default=5, help="runs of fresh_leaves.py, untraced and traced")
     parser.add_argument("--fresh-steps", type=int, default=30_000, help="steps of fresh_leaves.py")

@@ -21,11 +21,14 @@ _MODES = _OFF | {"enable_grad"}
 
 @dataclass(frozen=True)
 class GradOff:
-    """The statement that turned gradients off: where, its text, and its form (``with``, ``decorator``, ``call``)."""
+    """The statement that turned gradients off: where, its text, and its form (``with``, ``decorator``, ``call``);
+    for a call, whether a later plain ``set_grad_enabled`` call of the same function turns them back on after the
+    line (the two bracket it, as a ``with`` block would)."""
 
     site: Site
     statement: str
     form: str
+    turned_back_on: bool = False
 
 
 def grad_disabled_at(site: Site | None) -> GradOff | None:
@@ -58,12 +61,14 @@ def _lookup(file: str, source: str, line: int) -> GradOff | None:
         for decorator in scope.decorator_list:
             if _mode(decorator) in ("no_grad", "inference_mode") and _turns_off(decorator):
                 return GradOff(Site(site.file, decorator.lineno), f"@{ast.unparse(decorator)}", "decorator")
-    calls = [node for node in _own_nodes(scope) if isinstance(node, ast.Expr) and node.lineno < site.line
+    calls = [node for node in _own_nodes(scope) if isinstance(node, ast.Expr)
              and isinstance(node.value, ast.Call) and _mode(node.value) == "set_grad_enabled"]
-    if calls:
-        last = max(calls, key=lambda node: node.lineno)
+    before = [node for node in calls if node.lineno < site.line]
+    if before:
+        last = max(before, key=lambda node: node.lineno)
         if _turns_off(last.value):
-            return GradOff(Site(site.file, last.lineno), ast.unparse(last.value), "call")
+            on = any(node.lineno > site.line and not _turns_off(node.value) for node in calls)
+            return GradOff(Site(site.file, last.lineno), ast.unparse(last.value), "call", on)
     return None
 
 

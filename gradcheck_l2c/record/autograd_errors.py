@@ -10,7 +10,6 @@ inference tensor, the ``return`` of a custom Function's backward, the line that 
 """
 from __future__ import annotations
 
-import os
 import sys
 from collections import deque
 from dataclasses import dataclass, field
@@ -28,11 +27,11 @@ from gradcheck_l2c.record.function_sites import function_backward_site, missing_
 from gradcheck_l2c.record.hook_refusals import HookRefusal
 from gradcheck_l2c.record.hook_results import hook_result_site
 from gradcheck_l2c.record.kept_states import detached_beside, reset_in_place
-from gradcheck_l2c.record.locations import USER, Site, frame_kind, user_frame, user_site
+from gradcheck_l2c.record.locations import Site, user_frame, user_site
 from gradcheck_l2c.record.names import resolve_names, variable_name
 from gradcheck_l2c.record.origins import Origins, running_frames
 from gradcheck_l2c.record.refusal_sources import (copy_used, graphless_cause, last_frozen, library_owner_made,
-                                                   made_elsewhere, multi_view_source)
+                                                   made_elsewhere, multi_view_source, raised_in, underived_site)
 from gradcheck_l2c.record.scope import Scope
 from gradcheck_l2c.record.source_sites import attribute_site
 from gradcheck_l2c.record.stacks import user_stack
@@ -109,10 +108,12 @@ class ErrorRecorder:
                 cause, detail = function_backward_site(text, _tensors(roots))
             elif category == "function_no_backward":
                 cause, detail = missing_backward_site(_tensors(roots))
+            elif category == "no_derivative":
+                cause, detail = underived_site(self.origins, _tensors(roots), text)
             elif category == "hook_result":
                 cause, detail = hook_result_site(self.registry, text)
             elif category == "other":
-                cause = _raised_in(error, call)
+                cause = raised_in(error, call)
             elif category == "inplace_multi_view":  # refused at backward: a saved view whose base was written later
                 cause, detail = multi_view_source(self.origins, roots, text)
             elif category == "graphless" and in_hook is not None:  # hooks run with gradients off: the refused one
@@ -376,19 +377,6 @@ def _freed_below(node: Any) -> bool:
                 if _FREED in str(error):
                     return True
     return False
-
-
-def _raised_in(error: BaseException, call: Site | None) -> Site | None:
-    """The innermost line of user code the error came from inside the backward (a custom Function's
-    backward, a hook), if it is not the call itself."""
-    found = None
-    tb = error.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if frame_kind(code.co_filename) == USER:
-            found = Site(os.path.abspath(code.co_filename), tb.tb_lineno)
-        tb = tb.tb_next
-    return found if found != call else None
 
 
 def _tensors(roots: list[Any]) -> list[Tensor]:

@@ -18,6 +18,7 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("function_backward", ("returned an incorrect number of gradients", "returned an invalid gradient at index",
                            "but the corresponding forward input was not a Variable")),
     ("function_no_backward", ("You must implement either the backward or vjp method",)),
+    ("no_derivative", ("is not implemented",)),  # "derivative for aten::X is not implemented": an op autograd lacks
     ("deepcopy_non_leaf", ("support the deepcopy protocol",)),
     ("numpy_requires_grad", ("Can't call numpy() on Tensor that requires grad",)),
     ("hook_no_grad", ("cannot register a hook on a tensor that doesn't require gradient",)),

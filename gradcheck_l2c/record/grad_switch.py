@@ -5,12 +5,18 @@ each ``torch.inference_mode`` block open now, however the block was written (``w
 earlier, a decorator), for a backward refused inside it."""
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Callable
 
+import torch
 from torch.autograd.grad_mode import inference_mode, set_grad_enabled
 
-from gradcheck_l2c.record.locations import user_site
+from gradcheck_l2c.record.locations import Site, user_site
 from gradcheck_l2c.record.state import TraceState
+
+_SWITCHES = 64  # switches whose block may still end, at most
+_TORCH = os.path.join(os.path.dirname(torch.__file__), "")  # torch's own code
 
 
 def install(state: TraceState, replace: Callable[[type, str, Any], None]) -> None:
@@ -18,16 +24,26 @@ def install(state: TraceState, replace: Callable[[type, str, Any], None]) -> Non
     mode before it back, at the end of a ``with``); ``replace`` undoes both when the trace ends."""
     scope = state.scope
     switch, restore = set_grad_enabled.__dict__["__init__"], set_grad_enabled.__dict__["__exit__"]
+    # id of a switch that changed the mode -> the plain switch that held before it, put back at the end of its block
+    # (a `with` turning gradients on inside a module that turned them off for good); plain calls never end a block:
+    # the oldest are let go past `_SWITCHES`. torch's own switches (an optimizer's step) come in pairs: left alone
+    before: dict[int, Site | None] = {}
 
     def switched(self: set_grad_enabled, mode: bool) -> None:
         switch(self, mode)
-        if scope.in_trace_thread() and mode != self.prev:  # off from on (torch's no_grad blocks nested in it leave it)
+        if scope.in_trace_thread() and not sys._getframe(1).f_code.co_filename.startswith(_TORCH):
+            if mode == self.prev:  # no_grad blocks nested in a switched-off stretch leave it
+                before.pop(id(self), None)
+                return
+            if len(before) >= _SWITCHES:
+                del before[next(iter(before))]
+            before[id(self)] = scope.grad_switched_off
             scope.grad_switched_off = None if mode else user_site(1)
 
     def restored(self: set_grad_enabled, *args: Any) -> None:
         restore(self, *args)
-        if scope.in_trace_thread() and self.prev:
-            scope.grad_switched_off = None
+        if id(self) in before and scope.in_trace_thread():
+            scope.grad_switched_off = before.pop(id(self))
 
     replace(set_grad_enabled, "__init__", switched)
     replace(set_grad_enabled, "__exit__", restored)

@@ -3,14 +3,18 @@ script froze (a loss left without graph, a custom backward asking ``autograd.gra
 a loss without graph from none of the tensors being trained, and the line of another
 function that made a non-leaf whose ``requires_grad`` flag was then refused (a library's parameter store), and the
 line that made the library object whose method runs the refusing code (a Trainer that turned inference mode on), and
-the line that took a tensor apart into views that a later in-place write into it made unusable for the backward."""
+the line that took a tensor apart into views that a later in-place write into it made unusable for the backward, the
+user line inside a backward that raised (a custom Function's backward, a hook), and the line whose op has no derivative
+where a backward reached it."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from torch import Tensor
 
+from gradcheck_l2c.record import graph
 from gradcheck_l2c.record.code_lines import last_binding
 from gradcheck_l2c.record.error_categories import multiple_views
 from gradcheck_l2c.record.locations import LIBRARY, USER, Site, frame_kind
@@ -97,3 +101,34 @@ def multi_view_source(origins: Origins, roots: list[Tensor], text: str) -> tuple
     detail: dict[str, Any] = {**multiple_views(text), "at_backward": True}
     made_by = detail.get("made_by")
     return (origins.first_made_by(roots, str(made_by)) if made_by else None), detail
+
+
+def raised_in(error: BaseException, call: Site | None) -> Site | None:
+    """The innermost line of user code the error came from inside the backward (a custom Function's
+    backward, a hook), if it is not the call itself."""
+    found = None
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if frame_kind(code.co_filename) == USER:
+            found = Site(os.path.abspath(code.co_filename), tb.tb_lineno)
+        tb = tb.tb_next
+    return found if found != call else None
+
+
+_UNDERIVED = re.compile(r"derivative for '?([\w.:]+?)'? is not implemented")
+#: The node autograd puts after an op that has no derivative formula: running it raises.
+_NO_FORMULA = "NotImplemented"
+
+
+def underived_site(origins: Origins, roots: list[Tensor], text: str) -> tuple[Site | None, dict[str, Any]]:
+    """A backward refused because an op on its path has no derivative: the line that made that op's node (the
+    ``NotImplemented`` node autograd put after it), and the op PyTorch's message names."""
+    named = _UNDERIVED.search(text)
+    detail = {"op": named[1]} if named else {}
+    for node in graph.iter_nodes(graph.grad_roots(roots), graph.SAFE_WALK):
+        if type(node).__name__ == _NO_FORMULA:
+            made = origins.site_of(node) or node.metadata.get("gradcheck_site")
+            if made is not None:
+                return made, detail
+    return None, detail

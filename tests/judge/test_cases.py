@@ -638,6 +638,19 @@ KNOWN_MISSES: dict[str, str] = {
         "first pass: unused_parameter e :58 for the optimiser model whose .grad the script prints, optimizer w :26 for "
         "the deep copies that get the gradients, and two warnings for the inner optimizer never stepped (gone since "
         "`_container`); the copies' finding is at the case's line, without the original's symptom",
+    # Batch 58, first pass on 8d1477b (tests/cases/README.md): what the tool said instead.
+    "b58a_learn2learn_rnn_clone":
+        "first pass and now: non_parameter_tensor w :90 for the cached flat-weight list the script's stand-in for torch "
+        "1.4's LSTM runs from, and autograd_error e :154 for the autograd.grad that found the clone's parameters "
+        "unused; the case names clone_module's `return clone` (:107), before which the fix rebuilds that list",
+    "b58c_ml_agents_multicategorical_entropy":
+        "first pass and now: cut_term w :57 inside the entropy's cross-entropy, whose input is the sampled one-hot "
+        "(no history); the case names the call that passes it in place of the log-probabilities (:41), the two "
+        "arguments swapped",
+    "b58d_sdscripts_unet_only_gradckpt":
+        "first pass and now: no_grad e :86, the reentrant checkpoint none of whose inputs required grad (fix: "
+        "use_reentrant=False, or an input that requires grad); the case names the U-Net's call (:203), where the fix "
+        "makes the noisy latents require grad",
     # Batch 57, first pass on 2b296db (tests/cases/README.md): what the tool said instead.
     "b57a_torch_prune_remove_lstm_flat_weights":
         "first pass and now: autograd_error e :39, the line of the script's stand-in for RNNBase.__setattr__ that keeps "

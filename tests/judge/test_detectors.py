@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+import torch
 
 from gradcheck_l2c.tracer import trace
 
@@ -1059,6 +1060,38 @@ def test_gradients_a_helper_switched_off_for_good_are_named_at_its_call(snippet,
     """))
     found = {(f.kind, f.line) for f in problems(script.run())}
     assert found == ({("no_grad", script.line("off"))} if not after else set())
+
+
+@pytest.mark.parametrize("block", ["torch.set_grad_enabled(True)", "torch.enable_grad()"])
+def test_a_switch_left_off_in_the_script_s_own_scope_is_named_past_a_library_s_training_block(snippet, block):
+    """scvi-tools#214: a module imported for its trainer calls ``torch.set_grad_enabled(False)`` at its top, and trains
+    its own model inside ``with torch.set_grad_enabled(True):``; the user's head trained afterwards, at the same (module)
+    level, gets no graph. The switch is the line to change: the block's end left gradients off as the switch had, and
+    nothing turned them back on (a later call that does brackets the line, which is then the one to move:
+    `test_fix_fits_line.test_set_grad_enabled_false_before_the_line_is_named`)."""
+    script = snippet(program(f"""
+    torch.set_grad_enabled(False)  # <- off
+    def fit(model):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with {block}:
+            loss = model(x).pow(2).mean()
+            if loss.requires_grad:
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    fit(nn.Linear(4, 3))
+    head = nn.Linear(4, 3)
+    loss = F.cross_entropy(head(x), y)
+    try:
+        loss.backward()
+    except RuntimeError:
+        pass
+    """))
+    try:
+        found = {(f.kind, f.line) for f in problems(script.run())}
+    finally:
+        torch.set_grad_enabled(True)
+    assert found == {("no_grad", script.line("off"))}
 
 
 def test_a_leaf_made_under_a_caller_s_no_grad_is_watched_and_that_block_named(snippet):

@@ -209,6 +209,15 @@ def _no_backward(fact: AutogradError, name: str, call: str, said: str) -> tuple[
             "(None where none is needed), or compute its forward with differentiable torch ops outside a Function.")
 
 
+def _no_derivative(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
+    op = f"`{fact.detail['op']}`" if fact.detail.get("op") else "an op"
+    where = "made on this line" if fact.cause is not None else "on its path"
+    return (f"{op}, {where}, has no derivative in PyTorch: backward(){call} reached it and raised, so no gradient "
+            f"of that pass arrived{said}.",
+            f"make this value with ops PyTorch differentiates (often a keyword of the call that builds it does what "
+            f"{op} did), or give {op} only values that need no gradient (detached, or under torch.no_grad()).")
+
+
 def _numpy_requires_grad(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, str]:
     return (f"NumPy was given {name}, which requires grad: a NumPy array cannot carry autograd history, so "
             f"PyTorch refused the conversion{said}.",
@@ -329,7 +338,7 @@ def _other(fact: AutogradError, name: str, call: str, said: str) -> tuple[str, s
 _WORDING = {
     "freed_graph": freed_graph_words, "non_scalar_root": _non_scalar, "inplace_leaf": inplace_leaf_words,
     "inference_saved": _inference, "unused_input": _unused_input, "input_no_grad": _input_no_grad,
-    "function_backward": _function_backward, "function_no_backward": _no_backward,
+    "function_backward": _function_backward, "function_no_backward": _no_backward, "no_derivative": _no_derivative,
     "numpy_requires_grad": _numpy_requires_grad, "hook_no_grad": _hook_no_grad,
     "retain_grad_no_grad": _retain_grad_no_grad, "hook_result": _hook_result, "deepcopy_non_leaf": _deepcopy, "graphless": graphless_words,
     "inplace_saved": _inplace_saved, "gradient_shape": _gradient_shape,

@@ -55,7 +55,7 @@ def describe(event: Event, tensor: str) -> tuple[str, str]:
             "no history.",
             _library_fix(library.function),
         )
-    if off is None and _switched_off(event) is not None:
+    if _left_off(event) is not None:
         return (
             f"`{event.detail}` at {event.site} ran with gradients disabled on values computed from {tensor}: "
             "`torch.set_grad_enabled(False)`, called here and not as a `with` block, turned them off for every line "
@@ -120,7 +120,7 @@ def related(event: Event) -> dict[str, Site | None]:
     entered = _library_under_no_grad(event) if off is None else None
     if entered is not None:
         return {"disabled": entered[1].site, "used": event.site}
-    if off is None and _switched_off(event) is not None:
+    if _left_off(event) is not None:
         return {"used": event.site}
     return {"disabled": off.site if off is not None else None}
 
@@ -132,10 +132,11 @@ def place(event: Event) -> Site | None:
     call = _caller_under_no_grad(event)
     if call is not None:
         return call[0]
-    if grad_disabled_at(event.site) is not None:
-        return event.site
+    left_off = _left_off(event)
+    if left_off is not None or grad_disabled_at(event.site) is not None:
+        return left_off or event.site
     entered = _library_under_no_grad(event)
-    return entered[0].caller if entered is not None else _switched_off(event) or event.site
+    return entered[0].caller if entered is not None else event.site
 
 
 def _caller_under_no_grad(event: Event) -> tuple[Site, GradOff] | None:
@@ -177,6 +178,19 @@ def _switched_off(event: Event) -> Site | None:
     if _caller_under_no_grad(event) is not None or _library_under_no_grad(event) is not None:
         return None
     return event.extra.get("switched")
+
+
+def _left_off(event: Event) -> Site | None:
+    """The plain ``torch.set_grad_enabled(False)`` call that left gradients off for the cut, as the run recorded it:
+    elsewhere (an import's setup, a helper), or before the line in its own function, where no ``with`` block or
+    decorator turned them off around the line, and no later call of that function turns them back on (a switch left
+    off for good: the one line to change; one undone below the line brackets it, and the line is the one to move)."""
+    switched = _switched_off(event)
+    if switched is None:
+        return None
+    off = grad_disabled_at(event.site)
+    return switched if off is None or (off.form == "call" and off.site == switched and not off.turned_back_on) \
+        else None
 
 
 def _library_fix(function: str) -> str:

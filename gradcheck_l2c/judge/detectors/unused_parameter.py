@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from gradcheck_l2c.judge.crashed_reads import uneven_gathers
+from gradcheck_l2c.judge.dropped_arguments import DroppedArgument, dropped_argument
 from gradcheck_l2c.record.facts import Site
 from gradcheck_l2c.records import Finding
 
@@ -91,6 +92,11 @@ def scan(run) -> list[Finding]:
                 fix = ("keep the result and pass it on (`x = ...`): a call that returns a new object (an "
                        "out-of-place method such as `set_value`, `add`, `masked_fill`) leaves the one it was called "
                        "on unchanged.")
+            elif _siblings_learn(run, watched) and (dropped := _dropped(run, watched, site)) is not None:
+                site = dropped.site
+                where = (f"; `{dropped.given_to}` is given it as `{_own_name(watched)}` and never uses it: this call "
+                         f"to `{dropped.callee}`, which takes `{_own_name(watched)}`, leaves it out")
+                fix = f"pass it on here (`{_own_name(watched)}={_own_name(watched)}`), so that the loss depends on it."
             elif _siblings_learn(run, watched) and own_forward is None:  # no forward of the user's uses it
                 where = f"; the other parameters of {module} reach the loss, and this one never does"
                 fix = ("make the code that uses the other parameters use this one too (a value computed from it and "
@@ -198,6 +204,17 @@ def _unlearnt_call(watched, families: _Families):
         if site is not None:
             found = cls, site, users
     return found
+
+
+def _own_name(watched) -> str:
+    """The tensor's own attribute name (``logit_bias`` of ``CLIP.logit_bias``)."""
+    return watched.name.rpartition(".")[2]
+
+
+def _dropped(run, watched, site: Site | None) -> DroppedArgument | None:
+    """A call in the user's files that drops an argument of the tensor's own name (`dropped_arguments`)."""
+    files = [place.file for place in (site, watched.grad_read) if place is not None]
+    return dropped_argument(files, _own_name(watched)) if files else None
 
 
 def _siblings_learn(run, watched) -> bool:

@@ -16,7 +16,8 @@ the update of each optimizer step) over plain tracing.
 
 Whole programs (each in a new process, ``python prog.py`` beside ``python -m gradcheck_l2c trace prog.py``,
 interleaved, the fastest run's wall time, the median peak RSS from ``wait4``): `fresh_leaves.py` (a fresh
-``requires_grad=True`` leaf at every step, with the seconds per 1,000 steps at its start and end; its own
+``requires_grad=True`` leaf at every step, with the seconds per 1,000 steps at its start and end, each block the
+fastest of the runs; its own
 ``--fresh-rounds``: the traced process, which allocates more, varies by up to a tenth from run to run where the
 untraced one holds within 2%, so it runs five times) and every ``tests/realworld`` program (their median ratio;
 three runs each by default: one run of a ~3 s program varies by a tenth either way, which one round passes on to half
@@ -167,9 +168,11 @@ def process_workloads(fresh_steps: int, pattern: str) -> list[tuple[str, Path, l
             *((f"realworld {path.stem}", programs, [path.name]) for path in sorted(programs.glob(f"{pattern}.py")))]
 
 
-def per_thousand(out: str) -> str:
-    """``fresh_leaves.py``'s seconds per 1,000 steps at its start and at its end (median of three blocks)."""
-    blocks = [float(t) for t in out.split()]
+def per_thousand(outs: list[str]) -> str:
+    """``fresh_leaves.py``'s seconds per 1,000 steps at its start and at its end (median of three blocks), each block
+    the fastest of the runs: a burst of the machine's that slows the last blocks of one run (123 -> 142 ms/1k in the
+    fastest whole run, where the runs' fastest blocks held 123 -> 125) is no growth of the program's."""
+    blocks = [min(times) for times in zip(*([float(t) for t in out.split()] for out in outs))]
     return f"{statistics.median(blocks[:3]) * 1e3:.0f} -> {statistics.median(blocks[-3:]) * 1e3:.0f} ms/1k"
 
 
@@ -184,11 +187,11 @@ def measure_processes(rounds: int, fresh_rounds: int, fresh_steps: int, pattern:
         for _ in range(fresh_rounds if fresh else rounds):
             runs["untraced"].append(run_process([sys.executable, *program], cwd))
             runs["traced"].append(run_process([sys.executable, "-m", "gradcheck_l2c", "trace", *program], cwd))
-        (plain, _, plain_out), (traced, _, traced_out) = (min(runs[k]) for k in ("untraced", "traced"))
+        plain, traced = (min(seconds for seconds, _, _ in runs[k]) for k in ("untraced", "traced"))
         rss = [statistics.median(r for _, r, _ in runs[k]) for k in ("untraced", "traced")]
         blocks = ""
         if fresh:
-            blocks = f"  {per_thousand(plain_out)} | {per_thousand(traced_out)}"
+            blocks = "  " + " | ".join(per_thousand([out for _, _, out in runs[k]]) for k in ("untraced", "traced"))
         else:
             ratios.append(traced / plain)
         print(f"{name:40} {plain:8.2f}s {traced:8.2f}s {traced / plain:5.2f}x {rss[0]:10.0f} MB {rss[1]:8.0f} MB{blocks}")

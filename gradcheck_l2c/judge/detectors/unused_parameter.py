@@ -92,7 +92,7 @@ def scan(run) -> list[Finding]:
                 fix = ("keep the result and pass it on (`x = ...`): a call that returns a new object (an "
                        "out-of-place method such as `set_value`, `add`, `masked_fill`) leaves the one it was called "
                        "on unchanged.")
-            elif _siblings_learn(run, watched) and (dropped := _dropped(run, watched, site)) is not None:
+            elif _siblings_learn(run, watched) and (dropped := _dropped(watched, site)) is not None:
                 site = dropped.site
                 where = (f"; `{dropped.given_to}` is given it as `{_own_name(watched)}` and never uses it: this call "
                          f"to `{dropped.callee}`, which takes `{_own_name(watched)}`, leaves it out")
@@ -211,7 +211,7 @@ def _own_name(watched) -> str:
     return watched.name.rpartition(".")[2]
 
 
-def _dropped(run, watched, site: Site | None) -> DroppedArgument | None:
+def _dropped(watched, site: Site | None) -> DroppedArgument | None:
     """A call in the user's files that drops an argument of the tensor's own name (`dropped_arguments`)."""
     files = [place.file for place in (site, watched.grad_read) if place is not None]
     return dropped_argument(files, _own_name(watched)) if files else None

@@ -6,6 +6,7 @@ learnt while its siblings did; the file's syntax tree tells which call left it o
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,25 +30,34 @@ def dropped_argument(files: Iterable[str], name: str) -> DroppedArgument | None:
     """The first call, in ``files``, that drops an argument called ``name`` as this module's docstring tells: a call of
     a module-level function by its name, or of a method of the caller's own class through ``self``."""
     for file in dict.fromkeys(files):
-        tree = parse("".join(linecache.getlines(file)))
-        if tree is None:
-            continue
-        scopes = [(tree, _own_functions(tree))]
-        scopes += [(node, _own_functions(node)) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
-        module_functions = scopes[0][1]
-        for scope, functions in scopes:
-            for function in functions.values():
-                if name not in _parameters(function) or _reads(function, name):
+        found = _dropped_in(file, "".join(linecache.getlines(file)), name)
+        if found is not None:
+            return found
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _dropped_in(file: str, source: str, name: str) -> DroppedArgument | None:
+    """Looked up once per file text and name (the layers of a model share their parameters' names)."""
+    tree = parse(source)
+    if tree is None:
+        return None
+    scopes = [(tree, _own_functions(tree))]
+    scopes += [(node, _own_functions(node)) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    module_functions = scopes[0][1]
+    for scope, functions in scopes:
+        for function in functions.values():
+            if name not in _parameters(function) or _reads(function, name):
+                continue
+            for call in ast.walk(function):
+                if not isinstance(call, ast.Call):
                     continue
-                for call in ast.walk(function):
-                    if not isinstance(call, ast.Call):
-                        continue
-                    method = isinstance(scope, ast.ClassDef) and _on_self(call)
-                    target = (functions if method else module_functions).get(_called_name(call)) \
-                        if method or isinstance(call.func, ast.Name) else None
-                    if target is not None and target is not function and _leaves_out(call, target, name, method):
-                        owner = f"{scope.name}." if isinstance(scope, ast.ClassDef) else ""
-                        return DroppedArgument(Site(file, call.lineno), owner + function.name, target.name)
+                method = isinstance(scope, ast.ClassDef) and _on_self(call)
+                target = (functions if method else module_functions).get(_called_name(call)) \
+                    if method or isinstance(call.func, ast.Name) else None
+                if target is not None and target is not function and _leaves_out(call, target, name, method):
+                    owner = f"{scope.name}." if isinstance(scope, ast.ClassDef) else ""
+                    return DroppedArgument(Site(file, call.lineno), owner + function.name, target.name)
     return None
 
 

@@ -303,9 +303,7 @@ def _carried_over(registry: WatchRegistry, origins: Origins, tensor: Tensor, cal
     if not any(w is not None and w.site is not None and (w.site.file, w.site.line) == (call.file, call.line)
                for w in leaves):
         return None
-    sites = (origins.site_of(node) or node.metadata.get("gradcheck_site") for node in nodes)
-    made = next((site for site in sites if site), None)
-    return made if made is None or isinstance(made, Site) else Site(made[0], made[1])
+    return next((site for site in map(origins.made_at, nodes) if site is not None), None)
 
 
 def _stored_sites(registry: WatchRegistry) -> set[Site]:

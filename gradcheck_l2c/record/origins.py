@@ -164,6 +164,16 @@ class Origins:
         return stack[0][2] if stack else None
 
     @staticmethod
+    def made_at(node: Any) -> Site | None:
+        """The user line that made ``node``: the first iteration's, or else the one an op on a user's leaf (or a
+        drawing trace) kept on it (`handlers.remember_site`)."""
+        made = Origins.site_of(node)
+        if made is not None or node is None:
+            return made
+        kept = node.metadata.get("gradcheck_site")
+        return Site(kept[0], kept[1]) if kept else None
+
+    @staticmethod
     def site_in_running(stack: tuple[StackEntry, ...] | None) -> Site | None:
         """Of the lines that made a value, the one in the innermost user frame that is still running (the
         loop that carried the value from one iteration into the next); else the innermost line."""

@@ -39,10 +39,9 @@ def made_elsewhere(origins: Origins, tensor: Tensor | None, frame: Any) -> Site 
     """The line that made ``tensor`` (a result, not a leaf) in another function than ``frame``'s, which set its
     flag (a library's parameter store handed a cast of the user's leaf): the line to change; None if the same."""
     node = tensor.grad_fn if tensor is not None and frame is not None else None
-    made = (origins.site_of(node) or node.metadata.get("gradcheck_site")) if node is not None else None
-    if made is None:
+    site = origins.made_at(node)  # a conversion's line, kept by `remember_site` past the first iteration
+    if site is None:
         return None
-    site = made if isinstance(made, Site) else Site(made[0], made[1])  # a conversion's line (`remember_site`)
     code = frame.f_code
     inside = site.file == os.path.abspath(code.co_filename) and site.line in {line for *_, line in code.co_lines()}
     return None if inside else site
@@ -128,7 +127,7 @@ def underived_site(origins: Origins, roots: list[Tensor], text: str) -> tuple[Si
     detail = {"op": named[1]} if named else {}
     for node in graph.iter_nodes(graph.grad_roots(roots), graph.SAFE_WALK):
         if type(node).__name__ == _NO_FORMULA:
-            made = origins.site_of(node) or node.metadata.get("gradcheck_site")
+            made = origins.made_at(node)
             if made is not None:
                 return made, detail
     return None, detail
